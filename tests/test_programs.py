@@ -31,3 +31,12 @@ def test_programs_bench_runs_and_general_pickup_holds_its_success_rate(tmp_path)
     assert row["success_rate"] >= 0.8
     assert float(row["steps_success"]) < 0.6 * 200
     assert all((tmp_path / "general_pickup").iterdir())
+
+
+@pytest.mark.slow
+def test_align_blocks_program_solves_some_layouts(tmp_path):
+    episodes = run(["align_blocks"], layouts=5, seed=0, run_root=tmp_path, progress=False)
+    [row] = summarize(episodes)
+    assert row["episodes"] == 5
+    # 4 of layouts 0-9 solved on the twin, layout 1 among these five (`pyrua-dojo bench programs --tasks align_blocks`).
+    assert row["success_rate"] >= 0.2
