@@ -16,8 +16,11 @@ blocks = [b for b in seen if plausible(b)]
 if len(blocks) < 3:
     # Something hides part of a block from the head camera (an arm at home, usually): look at the doubtful ones
     # (or, if a block is missing altogether, at both sides) with a wrist camera.
-    doubtful = [b.xyz for b in seen if not plausible(b)] or [[-0.36, -0.17, robo.TABLE_Z], [0.36, -0.17, robo.TABLE_Z]]
-    for xyz in doubtful:
+    doubtful = [b.xyz for b in seen if not plausible(b)]
+    hidden = [[-0.4, -0.2, robo.TABLE_Z], [0.4, -0.2, robo.TABLE_Z]]  # under the grippers at home
+    for xyz in doubtful + hidden:
+        if len(blocks) >= 3:
+            break
         arm = "left" if xyz[0] < 0 else "right"
         robo.look_at(arm, [xyz[0], xyz[1], robo.TABLE_Z], distance=0.35)
         for b in robo.locate_all("block"):
@@ -28,11 +31,15 @@ blocks = blocks[:3]
 for b in blocks:
     print(f"top {b.xyz}, footprint {b.footprint}, height {b.height:.3f}, {b.method}")
 assert len(blocks) == 3, f"expected 3 blocks, found {len(blocks)}"
+# The three blocks are the same size (they look alike): their median height is surer than any one of them.
+H = sorted(b.height for b in blocks)[1]
+print(f"block height {H:.3f}")
 
 # %% helpers: move over-then-down, measure close up, pick (leaning out when far), place with a guarded descent
 TABLE = robo.TABLE_Z
 BASE = {"left": (-0.3, -0.45), "right": (0.3, -0.45)}
 SITE = [0.0, -0.27]  # free middle of the table, near the robot: both arms reach it straight down, high
+GRASP_Z = max(TABLE + H / 2, TABLE + 0.029)  # grasp height: the fingertips stay clear of the table
 grip = {}  # arm -> (yaw, tilt, lean heading) of its current grasp
 
 
@@ -72,72 +79,64 @@ def measure(arm, xy, z=TABLE + 0.03):
 
 
 def pick(arm, b):
-    """Grasp block b from above; returns the TCP depth below its top, or None."""
-    x, y, z = b.xyz
+    """Grasp block b from above and lift it; True if held."""
+    x, y, _ = b.xyz
+    above = TABLE + H + 0.03  # fingertips (2.5 cm below the TCP) clear of the block's top
     robo.open(arm)
     # A cube can be held across either pair of faces. Straight down first; leaning out reaches farther, and then
-    # the fingers close across the lean (they lean along the pads) so that the same lean can set it down again.
+    # the fingers close across the lean (so that the same lean can set it down upright).
     lean = outward(arm, [x, y])
-    across = [b.heading + k * math.pi / 2 for k in range(2)]
+    faces = [b.heading + k * math.pi / 2 for k in range(2)]
+    chosen = None
     for tilt in (0.0, 0.35, 0.6):
-        yaws = across if tilt == 0 else sorted(across, key=lambda a: abs(math.sin(a - lean)))
+        yaws = faces if tilt == 0 else sorted(faces, key=lambda a: abs(math.sin(a - lean)))
         for yaw in yaws:
-            if go(arm, [x, y, z + 0.03], yaw=yaw, tilt=tilt).planned:
+            if go(arm, [x, y, above], yaw=yaw, tilt=tilt).planned:
+                chosen = (yaw, tilt)
                 break
-        else:
-            continue
-        break
-    else:
-        return None
-    grasp_z = max(z - b.height / 2, TABLE + 0.029)
-    robo.move_to(arm, [x, y, grasp_z], yaw=yaw, tilt=tilt)
+        if chosen:
+            break
+    if chosen is None:
+        return False
+    yaw, tilt = chosen
+    robo.move_to(arm, [x, y, GRASP_Z], yaw=yaw, tilt=tilt)
     g = robo.close(arm)
-    robo.move_to(arm, [x, y, z + 0.04])
+    robo.move_to(arm, [x, y, above + 0.01])
     if not g.held:
         robo.open(arm)
-        return None
+        return False
     a = robo.arm(arm).approach
     grip[arm] = (yaw, tilt, math.atan2(a[1], a[0]))
-    return z - grasp_z
+    return True
 
 
-def place(arm, top_xyz, height, depth):
-    """Lower the held block onto the surface whose top centre is top_xyz, release, lift clear of it."""
-    x, y, z = top_xyz
-    clearance = height - depth  # held block bottom below the TCP
+def place(arm, xy, top_z):
+    """Lower the held block onto the surface at height top_z below xy, release, lift clear. Returns the
+    released block's top height, or None."""
+    x, y = xy
+    below = GRASP_Z - TABLE  # the held block's bottom below the TCP
     yaw, tilt, lean = grip[arm]
     if tilt == 0:
         yaws = [yaw + k * math.pi / 2 for k in range(2)]  # a cube turned a quarter is the same cube
     else:
-        yaws = [yaw + outward(arm, [x, y]) - lean]  # turn the whole grasp about the vertical: the block stays upright
+        yaws = [yaw + outward(arm, xy) - lean]  # turn the whole grasp about the vertical: the block stays upright
     for yaw in yaws:
-        m = go(arm, [x, y, z + clearance + 0.015], yaw=yaw, tilt=tilt)
+        m = go(arm, [x, y, top_z + below + 0.02], yaw=yaw, tilt=tilt)
         if m.planned:
             break
     if not m.planned:
         return None
-    d = robo.descend(arm, z=z + clearance - 0.008, speed=0.08)
+    d = robo.descend(arm, z=top_z + below - 0.015, speed=0.08)
     robo.open(arm)
+    released_top = d.tcp[2] - below + H
     # The open fingers still surround the block: clear its top before moving sideways. Too high to reach? Then
     # slide out along the pads (across the closing line), whichever way the arm reaches.
-    released_top = d.tcp[2] + depth
     if not robo.move_to(arm, [x, y, released_top + 0.03]).reached:
         a, h = robo.arm(arm).yaw, robo.arm(arm).tcp[2]
         for s in (1, -1):
             if robo.move_to(arm, [x - s * 0.07 * math.sin(a), y + s * 0.07 * math.cos(a), h]).planned:
                 break
-    return d
-
-
-def bring(b, arm, onto):
-    """Pick block b with `arm` (re-measured close up first) and set it on the surface whose top centre is onto."""
-    close_up = measure(arm, b.xyz)
-    if close_up is not None:
-        b = close_up
-    depth = pick(arm, b)
-    if depth is None:
-        return None
-    return place(arm, onto, b.height, depth)
+    return released_top
 
 # %% build: a block already near the site is the base; each arm brings the blocks on its side, then both go home
 base = min(blocks, key=lambda b: math.dist(b.xyz[:2], SITE))
@@ -147,22 +146,29 @@ if math.dist(base.xyz[:2], SITE) > 0.07:
 rest = [b for b in blocks if b is not base]
 first = max(("left", "right"), key=lambda s: sum(side(b.xyz[0]) == s for b in rest))
 rest.sort(key=lambda b: side(b.xyz[0]) != first)
-top = list(base.xyz) if base is not None else [SITE[0], SITE[1], TABLE]
+where, top_z = SITE, TABLE
+if base is not None:
+    where, top_z = base.xyz[:2], TABLE + H  # it stays where it is (measured close up below)
 active, measured = None, False
 for b in rest:
     arm = side(b.xyz[0])
     if active is not None and active != arm:
         robo.home(active)
     active = arm
-    if top[2] > TABLE + 0.005 and not measured:
+    if top_z > TABLE and not measured:
+        # Where the base really is decides where the other blocks go: measure it close up, once.
         measured = True
-        # Where the base really is decides where the next blocks go.
-        near = measure(arm, top, top[2])
-        if near is not None and abs(near.xyz[2] - top[2]) < 0.03:
-            top = list(near.xyz)
-    d = bring(b, arm, top)
-    print("placed" if d is not None else "FAILED", b.xyz, "on", top, "steps left", robo.state().steps_left)
-    if d is not None:
-        top = [top[0], top[1], top[2] + b.height] if top[2] > TABLE + 0.005 else [top[0], top[1], TABLE + b.height]
+        near = measure(arm, where, top_z)
+        if near is not None:
+            where = near.xyz[:2]
+    close_up = measure(arm, b.xyz)  # where the block sits exactly decides where it lands on the stack
+    released = place(arm, where, top_z) if pick(arm, close_up or b) else None
+    if released is None:  # dropped or missed: look again close up and retry once
+        again = measure(arm, b.xyz)
+        if again is not None:
+            released = place(arm, where, top_z) if pick(arm, again) else None
+    print("placed" if released else "FAILED", b.xyz, "on", where, round(top_z, 3), "steps left", robo.state().steps_left)
+    if released:
+        top_z = released
 robo.home()
 print(robo.state().steps_left, "steps left")
