@@ -1,119 +1,316 @@
 """Reference program for align_blocks: "Use the set square to push the three blocks into a straight, aligned row,
 then reset the robot arm." (200 steps; fails at once if a block is lifted more than 7 mm)
 
-Written as an LLM would write it: measure, choose a row the blocks can be pushed into without hitting each other or
-the set square, then push each block with a short straight edge flat against its face, so it turns square to the
-row as it slides. The edge is the outer face of a closed gripper's pad (2.4 cm wide), closing along the push.
-
-The set square is not held: a top-down parallel grip can only pinch it between its long leg and the hypotenuse
-(the other pairs of faces meet at 60 and 90 degrees), and in that wedge grip it slips and turns by 20 degrees or
-more when the wrist turns it to face a block (measured on the twin). It is measured, and the row is planned so
-that no push starts on top of it.
+Written as an LLM would write it: look, choose a row, then slide each block that must move along the table in a
+closed grip, turning the wrist on the way so that it arrives square to the row. Measured on the twin:
+- A parallel grip does not square a cube it closes on askew (it stays within ~10 % of its angle; at 35 deg the pads
+  wedge across two corners), so each grasp is aligned with the block's own faces first and the wrist does the turn.
+- The head camera alone gets headings to about 3 deg (up to 15 deg); a wrist camera from just above the block to
+  about 0.1 deg, so every block is measured again from above before the grasp (no extra motion: the wrists see it
+  from the pose above the block).
+- The block in the middle defines the row (its own axis, through its centre) and is not touched at all; the two
+  others are slid onto that row side by side, both arms at once. Only where that row is blocked (by the set square
+  or another block) is a row chosen freely and the middle block slid onto it too.
+The set square is not used: a top-down parallel grip holds it only across its long leg and the hypotenuse, and in
+that wedge grip it slips and turns by 20 degrees or more when the wrist turns it (measured on the twin); a block
+held in a closed grip is squared by the wrist instead. It is measured and kept clear of.
 """
 
 # %% look: the three blocks and the set square (head camera; nothing moves)
-blocks = [b for b in robo.locate_all("block", cameras=["cam_head"]) if b.found and max(b.footprint) < 0.07]
-square = robo.locate("set square", cameras=["cam_head"])
-for b in blocks:
-    print(f"block {b.xyz}, footprint {b.footprint}, heading {math.degrees(b.heading):.0f} deg")
-print("set square", square.found, square.xyz, square.footprint, f"{math.degrees(square.heading):.0f} deg", square.method)
-assert len(blocks) == 3 and square.found, "need three blocks and the set square"
-
-# %% plan the row: a direction along which the blocks are well apart, pushed away from the robot (toward +y),
-# where no push starts over the set square (the head image shows its right angle at the front left, the long leg,
-# about 14 cm, facing the robot, the short leg about 8 cm)
 TABLE = robo.TABLE_Z
-P = np.array([b.xyz[:2] for b in blocks])
+CUBE = 0.04  # the three blocks are identical 4 cm cubes
+cam = np.array(robo.camera_meta("cam_head").position[:2])
+
+
+def centre(b):
+    """Centre of a block on the table. The head camera sees the front of a block only: a footprint narrower than
+    the cube means its back part was hidden, so the centre is that much further from the camera."""
+    c = np.array(b.xyz[:2], dtype=float)
+    for ang, ext in ((b.heading, b.footprint[0]), (b.heading + math.pi / 2, b.footprint[1])):
+        u = np.array([math.cos(ang), math.sin(ang)])
+        if u @ (c - cam) < 0:
+            u = -u
+        c = c + u * max(0.0, CUBE - ext) / 2
+    return c
+
+
+seen = [b for b in robo.locate_all("block", cameras=["cam_head"]) if b.found and max(b.footprint) < 0.075 and b.height < 0.08]
+square = robo.locate("set square", cameras=["cam_head"])
+blocks = sorted(seen[:3], key=lambda b: b.xyz[0])  # left to right
+assert len(blocks) == 3 and square.found, f"need three blocks and the set square, saw {len(seen)} blocks"
+P = [centre(b) for b in blocks]
+H = [b.heading for b in blocks]
+for b, p in zip(blocks, P):
+    print(f"block at {np.round(p, 3)}, footprint {b.footprint}, heading {math.degrees(b.heading):.0f} deg, {b.reason[:40]}")
+
+# The set square as a triangle: its right angle at the front left, the long leg (14 cm) facing the robot.
 h = square.heading % (math.pi / 2)
 if h > math.pi / 4:
     h -= math.pi / 2
-u, v = np.array([math.cos(h), math.sin(h)]), np.array([-math.sin(h), math.cos(h)])  # along the long leg, toward back
+u, v = np.array([math.cos(h), math.sin(h)]), np.array([-math.sin(h), math.cos(h)])
 e_u, e_v = square.footprint if abs(math.cos(square.heading - h)) > 0.7 else square.footprint[::-1]
-corner = np.array(square.xyz[:2]) - u * e_u / 2 - v * e_v / 2  # the right angle: its front edge is seen well
-tri = [corner, corner + u * e_u, corner + v * 0.08]
+corner = np.array(square.xyz[:2]) - u * e_u / 2 - v * e_v / 2
+TRI = [corner, corner + u * e_u, corner + v * 0.08]
+print("set square corners", [np.round(c, 3).tolist() for c in TRI])
+
+# %% geometry for planning: footprints on the table as convex polygons
+SPACING = 0.06  # centre to centre along the row
+GRASP_Z = TABLE + 0.029  # TCP height of a grasp: the pads' lower edge 4 mm above the table
+SPEED = 0.8  # of a slide
+ABOVE_Z = TABLE + 0.10  # above a block: from there its wrist camera measures it (and often a neighbour)
 
 
-def over_square(xy, margin=0.01):
-    """Is table point xy on (or within margin of) the set square?"""
-    for k in range(3):
-        a, b, c = tri[k], tri[(k + 1) % 3], tri[(k + 2) % 3]
-        edge = b - a
-        normal = np.array([-edge[1], edge[0]]) / np.linalg.norm(edge)
-        if normal @ (c - a) < 0:
-            normal = -normal
-        if normal @ (xy - a) < -margin:
+def wrap(a, period=math.pi):
+    """Angle a wrapped into (-period/2, period/2]."""
+    return a - period * math.floor(a / period + 0.5)
+
+
+def box(c, ang, a, b):
+    """Rectangle centred at c, half-length a along heading ang, half-width b across."""
+    u = np.array([math.cos(ang), math.sin(ang)])
+    w = np.array([-u[1], u[0]])
+    c = np.asarray(c, dtype=float)
+    return [c + u * a + w * b, c - u * a + w * b, c - u * a - w * b, c + u * a - w * b]
+
+
+def apart(A, B, gap):
+    """Are convex polygons A and B at least gap apart (separated along one of their edge normals)?"""
+    for poly in (A, B):
+        for k in range(len(poly)):
+            e = poly[(k + 1) % len(poly)] - poly[k]
+            nrm = np.array([-e[1], e[0]]) / np.linalg.norm(e)
+            pa, pb = [nrm @ p for p in A], [nrm @ p for p in B]
+            if max(pa) + gap <= min(pb) or max(pb) + gap <= min(pa):
+                return True
+    return False
+
+
+def clear(shapes, obstacles, gap=0.003):
+    """Is every shape at least gap from every obstacle (the set square's edges are measured better: 3 mm)?"""
+    return all(apart(s, o, 0.003 if o is TRI else gap) for s in shapes for o in obstacles)
+
+
+def fingers(c, yaw):
+    """The two open pads around a TCP at c closing along yaw (88 mm between them, 1 cm thick, 2.4 cm wide)."""
+    u = np.array([math.cos(yaw), math.sin(yaw)])
+    return [box(c + u * 0.049, yaw, 0.006, 0.013), box(c - u * 0.049, yaw, 0.006, 0.013)]
+
+
+def held(c, yaw):
+    """A cube held square in closed pads, closing along yaw: the cube and the two pads on its faces."""
+    u = np.array([math.cos(yaw), math.sin(yaw)])
+    return [box(c, yaw, CUBE / 2, CUBE / 2), box(c + u * 0.025, yaw, 0.005, 0.013), box(c - u * 0.025, yaw, 0.005, 0.013)]
+
+
+def cube_at(p, heading):
+    return box(p, heading, CUBE / 2 + 0.002, CUBE / 2 + 0.002)
+
+
+def grasps(i, theta, arm, start, end, wrist_limit=math.radians(85)):
+    """(grasp yaw, turn) pairs for block i: pads aligned with its faces, turned by the wrist while sliding so that
+    they end across the row or along it (either squares the block to the row). The wrist's last joint turns
+    +-90 deg from where the pads close across the arm's reach; turns that would pass its end are left out
+    (measured: a line motion there takes 100 steps instead of 10). Cheapest first: the smaller turn, and the grasp closest to
+    how the wrist is turned now, if it is above that block."""
+    az0, az1 = (math.atan2(*(p - BASE[arm])[::-1]) for p in (start, end))
+    now = robo.arm(arm).yaw if math.dist(robo.arm(arm).tcp[:2], start) < 0.01 else None
+    out = []
+    for k in range(2):
+        a = wrap(H[i] + k * math.pi / 2)
+        for final in (theta + math.pi / 2, theta):
+            turn = wrap(final - a)
+            rel0 = wrap(a - az0 - math.pi / 2)  # the last joint's angle, about
+            if abs(rel0) <= wrist_limit and abs(rel0 + turn - wrap(az1 - az0)) <= wrist_limit:
+                out.append((abs(turn) + (abs(wrap(a - now)) if now is not None else 0.0), a, turn))
+    return [(a, turn) for _, a, turn in sorted(out)]
+
+
+def slide_clear(start, end, yaw0, yaw1, obstacles, mate=None):
+    """Can a block be grasped at start (pads closing along yaw0), slid and turned to end (yaw1), and released,
+    clear of the obstacles (and of `mate`, another slide (start, end, yaw0, yaw1) made at the same time)?"""
+    if not clear(fingers(start, yaw0), obstacles) or not clear(fingers(end, yaw1), obstacles):
+        return False
+    for f in np.linspace(0.0, 1.0, 7)[1:]:  # (where it starts, it is clear of the others as it is)
+        me = held(start + (end - start) * f, yaw0 + (yaw1 - yaw0) * f)
+        if not clear(me, obstacles):
+            return False
+        if mate is not None:
+            ms, me_, m0, m1 = mate
+            if not clear(me, held(ms + (me_ - ms) * f, m0 + (m1 - m0) * f)):
+                return False
+    if mate is not None:  # both open at the end: neither's pads on the other's block
+        if not clear(fingers(mate[1], mate[3]), [cube_at(end, yaw1)]):
             return False
     return True
 
 
-PAD = 0.010  # half the closed pads' depth along the push (closing along the push: the flat outer face of a pad)
-BACK = 0.029 + PAD + 0.005  # TCP behind a block's centre before a push: half its diagonal, the pad, 5 mm
+BASE = {"left": np.array([-0.3, -0.45]), "right": np.array([0.3, -0.45])}
+REACH = 0.50  # from an arm's base, top-down near the table (10 cm above it: 0.46; 0.49 fails)
 
 
-def frame(theta):
-    """Row direction d and push direction n (perpendicular, away from the robot)."""
-    return np.array([math.cos(theta), math.sin(theta)]), np.array([-math.sin(theta), math.cos(theta)])
+def arm_for(*points):
+    """The arm on the points' side that reaches all of them, or None."""
+    for arm in sorted(BASE, key=lambda a: sum(abs(p[0] - BASE[a][0]) for p in points)):
+        if all(np.linalg.norm(p - BASE[arm]) <= REACH for p in points):
+            return arm
+    return None
 
 
-def spread(theta):
-    """Smallest gap between neighbouring blocks along the row direction."""
-    return float(np.min(np.diff(np.sort(P @ frame(theta)[0]))))
-
-
-def blocked(theta):
-    """How many pushes would start with a pad over the set square."""
-    d, n = frame(theta)
-    return sum(any(over_square(p - n * (BACK + a) + d * b) for a in (-PAD, PAD) for b in (-0.012, 0, 0.012)) for p in P)
-
-
-thetas = np.radians(np.arange(-40.0, 40.1, 2.5))
-theta = max(thetas, key=lambda t: min(spread(t), 0.06) - 0.03 * blocked(t) - 0.06 * abs(t))
-d, n = frame(theta)
-line = float(np.max(P @ n)) + 0.02  # every block is pushed at least 2 cm, so each one turns square
-order = sorted(range(3), key=lambda i: P[i] @ n)  # rearmost first: nothing is ever behind the pusher
-print(f"row at {math.degrees(theta):.1f} deg, smallest gap {spread(theta) * 100:.1f} cm, "
-      f"{blocked(theta)} pushes over the set square, push to n = {line:.3f}")
-
-
-# %% push each block onto the row, rearmost first, with the nearer arm; then both arms home
-s = P @ d
-done = set()
-
-
-def clear_span(i, half, overhang):
-    """Offset along the row of a pusher `half` wide on block i that does not catch a neighbour not pushed yet."""
-    lo, hi = -half + overhang, half - overhang
-    for j in range(3):
-        if j in done or j == i:
-            continue
-        gap = s[j] - s[i]
-        if gap > 0:
-            hi = min(hi, gap - 0.029 - half)
+def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_limit=math.radians(85)):
+    """Slides that put the blocks in a row through `base` along heading theta. Block `fixed` keeps its place along
+    the row (and, if `stays`, stays put altogether when base is its centre); the others go `spacing` apart from it (or further,
+    where they already are, unless tight). Returns [(block, start, end, grasp yaw, final yaw, arm)] in the order
+    they move (the first two together, left arm first), or None."""
+    d = np.array([math.cos(theta), math.sin(theta)])
+    s = [d @ (p - base) for p in P]
+    order = sorted(range(3), key=lambda i: s[i])
+    k = order.index(fixed)
+    t = {fixed: s[fixed]}
+    for j in range(k + 1, 3):
+        t[order[j]] = t[order[j - 1]] + spacing if tight else max(s[order[j]], t[order[j - 1]] + spacing)
+    for j in range(k - 1, -1, -1):
+        t[order[j]] = t[order[j + 1]] - spacing if tight else min(s[order[j]], t[order[j + 1]] - spacing)
+    target = {i: base + d * t[i] for i in range(3)}
+    movers = sorted((i for i in range(3) if i != fixed), key=lambda i: P[i][0])
+    arms = ["left", "right"]
+    if any(np.linalg.norm(p - BASE[a]) > REACH for i, a in zip(movers, arms) for p in (P[i], target[i])):
+        return None
+    if not stays or np.linalg.norm(target[fixed] - P[fixed]) > 0.003:
+        movers.append(fixed)  # last, alone
+        arms.append(arm_for(P[fixed], target[fixed]))
+        if arms[-1] is None:
+            return None
+    where = {i: cube_at(P[i], H[i]) for i in range(3)}
+    out = []
+    for n, i in enumerate(movers):
+        mate = out[0][1:5] if n == 1 else None  # the second slides together with the first
+        obstacles = [TRI] + [where[j] for j in range(3) if j != i and (mate is None or j != out[0][0])]
+        if mate is not None:
+            obstacles.append(cube_at(target[out[0][0]], theta))
+        for yaw0, turn in grasps(i, theta, arms[n], P[i], target[i], wrist_limit):
+            if slide_clear(P[i], target[i], yaw0, yaw0 + turn, obstacles, mate):
+                out.append((i, P[i], target[i], yaw0, yaw0 + turn, arms[n]))
+                break
         else:
-            lo = max(lo, gap + 0.029 + half)
-    return min(max(0.0, lo), hi) if lo <= hi else (lo + hi) / 2
+            return None
+        if n == 1:
+            where = {j: cube_at(target[j], theta) if j in (out[0][0], i) else where[j] for j in range(3)}
+    return out
 
 
-def push(i, hand):
-    start = P[i] + d * clear_span(i, 0.012, 0.012) - n * BACK
-    end = start + n * (line - 0.02 - PAD - start @ n)
-    yaw = math.atan2(n[1], n[0])
-    a = robo.move_to(hand, [*start, TABLE + 0.07], yaw=yaw, path="joint")
-    if not a.planned:
-        return a
-    robo.close(hand)
-    robo.move_to(hand, [*start, TABLE + 0.027], yaw=yaw)
-    p = robo.move_to(hand, [*end, TABLE + 0.027], yaw=yaw, speed=0.5)
-    robo.move_to(hand, [*(end - n * 0.01), TABLE + 0.07], yaw=yaw)
-    return p
+def cost(moves):
+    """Distance slid and turned, plus the transits: an arm that must go to a block other than the one below it."""
+    c = sum(np.linalg.norm(e - s) + 0.03 * abs(y1 - y0) for _, s, e, y0, y1, _ in moves)
+    return c + 0.3 * (sorted(i for i, *_ in moves[:2]) != [0, 2]) + 0.6 * (len(moves) > 2)
 
 
-for i in order:
-    near = "left" if (P[i] - n * BACK)[0] < 0 else "right"
-    p = push(i, near)
-    if not p.planned:
-        p = push(i, "right" if near == "left" else "left")
-    done.add(i)
-    print(f"block {i} ({p.arm}): pushed {p.reached} ({p.reason}), {robo.steps_left} steps left")
+# %% go above the two outer blocks at once and measure them again from there with the wrist cameras
+def yaw_over(i, arm):
+    """A grasp yaw aligned with block i that leaves the wrist room to turn either way."""
+    az = math.atan2(*(P[i] - BASE[arm])[::-1])
+    return min((wrap(H[i] + k * math.pi / 2) for k in range(2)), key=lambda a: abs(wrap(a - az - math.pi / 2)))
+
+
+m = robo.move_both([P[0][0], P[0][1], ABOVE_Z], [P[2][0], P[2][1], ABOVE_Z], left_yaw=yaw_over(0, "left"),
+                   right_yaw=yaw_over(2, "right"), path="joint")
+print("above the outer blocks:", m.reached, m.reason, m.steps_used, "steps")
+wrist = [False] * 3
+
+
+def remeasure():
+    """Headings (and, for a block the head saw badly, positions) of the blocks a wrist camera sees now."""
+    for b in robo.locate_all("block"):
+        if not b.found or b.method != "head+wrist" or max(b.footprint) > 0.06:
+            continue
+        i = min(range(3), key=lambda k: math.dist(b.xyz[:2], P[k]))
+        if math.dist(b.xyz[:2], P[i]) < 0.03:
+            H[i], wrist[i] = b.heading, True
+
+
+remeasure()
+print("headings", [f"{math.degrees(a):.1f}" for a in H], "measured from above:", wrist)
+
+# %% choose the row: along the axis of a block measured from above, through its centre (that block stays put),
+# if the other two can slide there; otherwise the best free row, and all three slide
+options = []
+for i in range(3):
+    if wrist[i]:
+        for sp, tight in ((SPACING, False), (SPACING, True), (SPACING + 0.02, False)):
+            mv = plan(wrap(H[i], math.pi / 2), P[i], i, sp, tight)
+            if mv is not None:
+                options.append((cost(mv), wrap(H[i], math.pi / 2), mv))
+for limit in (math.radians(85), math.pi):  # past the wrist's end only if nothing else works (slow, not blocked)
+    if options:
+        break
+    for deg in range(-40, 41, 5):
+        th = math.radians(deg)
+        n = np.array([-math.sin(th), math.cos(th)])
+        for off in (0.0, -0.015, 0.015, -0.03, 0.03, -0.045, 0.045, -0.06, 0.06):
+            for sp, tight in ((SPACING, False), (SPACING, True), (SPACING + 0.02, False)):
+                mv = plan(th, P[1] + n * off, 1, sp, tight, stays=False, wrist_limit=limit)
+                if mv is not None:
+                    options.append((cost(mv) + 0.5 * (limit > 2), th, mv))
+assert options, "no row the blocks can slide into"
+_, theta, moves = min(options, key=lambda o: o[0])
+print(f"row at {math.degrees(theta):.1f} deg:", [(i, arm, np.round(e, 3).tolist(), f"turn {math.degrees(y1 - y0):.0f}")
+                                                for i, s, e, y0, y1, arm in moves])
+
+
+# %% slide two blocks at once (the left arm the one more to the left): above it, measured, down, close, slide and
+# turn, open
+def refine(i, yaw0, yaw1):
+    """Grasp and final yaw from a heading measured just now from above (the same final direction)."""
+    a = min((yaw0 + wrap(H[i] - yaw0 + k * math.pi / 2) for k in range(4)), key=lambda a: abs(a - yaw0))
+    return a, yaw1
+
+
+def flips(yaw0, yaw1):
+    """The same grasp with the wrist turned half a turn (the pads close along the same line)."""
+    return [(yaw0, yaw1), (yaw0 + math.pi, yaw1 + math.pi)]
+
+
+arms = {mv[5]: mv[:5] for mv in moves[:2]}
+below = {"left": 0, "right": 2}
+for arm, (i, s, e, y0, y1) in arms.items():
+    if i != below[arm]:
+        for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):  # lower where the arm reaches no higher
+            if robo.move_to(arm, [*s, z], yaw=y0, path="joint").planned:
+                break
+        remeasure()  # the wrist turned as planned above it: the turn stays within the wrist's range
+        arms[arm] = (i, s, e, *refine(i, y0, y1))
+(il, sl, el, al, bl), (ir, sr, er, ar, br) = arms["left"], arms["right"]
+for yl in flips(al, bl):
+    for yr in flips(ar, br):
+        down = robo.move_both([*sl, GRASP_Z], [*sr, GRASP_Z], left_yaw=yl[0], right_yaw=yr[0], path="line")
+        if down.planned:
+            break
+    if down.planned:
+        break
+print("down:", down.reached, down.reason, down.steps_used, "steps")
+g = [robo.close("left"), robo.close("right")]
+print("held:", [x.held for x in g], "widths", [x.width_m for x in g])
+slide = robo.move_both([*el, GRASP_Z], [*er, GRASP_Z], left_yaw=yl[1], right_yaw=yr[1], path="line", speed=SPEED)
+print("slide:", slide.reached, slide.reason, slide.steps_used, "steps")
+robo.open("left", 0.6)
+robo.open("right", 0.6)
+print(robo.steps_left, "steps left")
+
+# %% the third block, if it moves too: the arm on its side, measured from above; then both arms home
+if len(moves) > 2:
+    i, s, e, y0, y1, arm = moves[2]
+    for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):
+        if robo.move_to(arm, [*s, z], yaw=y0, path="joint").planned:
+            break
+    remeasure()
+    y0, y1 = refine(i, y0, y1)
+    robo.open(arm, 1.0)
+    for ya, yb in flips(y0, y1):
+        down = robo.move_to(arm, [*s, GRASP_Z], yaw=ya)
+        if down.planned:
+            break
+    g1 = robo.close(arm)
+    slide = robo.move_to(arm, [*e, GRASP_Z], yaw=yb, speed=SPEED)
+    robo.open(arm, 0.6)
+    print("third block: held", g1.held, "slide", slide.reached, slide.reason, robo.steps_left, "steps left")
 robo.home()
 print(robo.state().steps_left, "steps left")
