@@ -38,5 +38,5 @@ def test_align_blocks_program_solves_some_layouts(tmp_path):
     episodes = run(["align_blocks"], layouts=5, seed=0, run_root=tmp_path, progress=False)
     [row] = summarize(episodes)
     assert row["episodes"] == 5
-    # 4 of layouts 0-9 solved on the twin, layout 1 among these five (`pyrua-dojo bench programs --tasks align_blocks`).
-    assert row["success_rate"] >= 0.2
+    # 18 of 50 layouts solved on the twin, layouts 0-2 among these five (`pyrua-dojo bench programs --tasks align_blocks`).
+    assert row["success_rate"] >= 0.4

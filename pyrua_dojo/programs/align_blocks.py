@@ -34,7 +34,7 @@ def centre(b):
     return c
 
 
-seen = [b for b in robo.locate_all("block", cameras=["cam_head"]) if b.found and max(b.footprint) < 0.075 and b.height < 0.08]
+seen = [b for b in robo.locate_all("block", cameras=["cam_head"]) if b.found and max(b.footprint) < 0.075 and b.height < 0.1]
 square = robo.locate("set square", cameras=["cam_head"])
 blocks = sorted(seen[:3], key=lambda b: b.xyz[0])  # left to right
 assert len(blocks) == 3 and square.found, f"need three blocks and the set square, saw {len(seen)} blocks"
@@ -128,8 +128,8 @@ def grasps(i, theta, arm, start, end, wrist_limit=math.radians(85)):
 def slide_clear(start, end, yaw0, yaw1, obstacles, mate=None):
     """Can a block be grasped at start (pads closing along yaw0), slid and turned to end (yaw1), and released,
     clear of the obstacles (and of `mate`, another slide (start, end, yaw0, yaw1) made at the same time)?"""
-    if not clear(fingers(start, yaw0), obstacles) or not clear(fingers(end, yaw1), obstacles):
-        return False
+    if not clear(fingers(start, yaw0), obstacles, 0.006) or not clear(fingers(end, yaw1), obstacles, 0.006):
+        return False  # open pads come down there: a wider margin
     for f in np.linspace(0.0, 1.0, 7)[1:]:  # (where it starts, it is clear of the others as it is)
         me = held(start + (end - start) * f, yaw0 + (yaw1 - yaw0) * f)
         if not clear(me, obstacles):
@@ -211,8 +211,11 @@ def yaw_over(i, arm):
     return min((wrap(H[i] + k * math.pi / 2) for k in range(2)), key=lambda a: abs(wrap(a - az - math.pi / 2)))
 
 
-m = robo.move_both([P[0][0], P[0][1], ABOVE_Z], [P[2][0], P[2][1], ABOVE_Z], left_yaw=yaw_over(0, "left"),
-                   right_yaw=yaw_over(2, "right"), path="joint")
+for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):  # lower where an arm reaches no higher
+    m = robo.move_both([P[0][0], P[0][1], z], [P[2][0], P[2][1], z], left_yaw=yaw_over(0, "left"),
+                       right_yaw=yaw_over(2, "right"), path="joint")
+    if m.planned:
+        break
 print("above the outer blocks:", m.reached, m.reason, m.steps_used, "steps")
 wrist = [False] * 3
 
