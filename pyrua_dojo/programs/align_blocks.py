@@ -8,9 +8,9 @@ closed grip, turning the wrist on the way so that it arrives square to the row. 
 - The head camera alone gets headings to about 3 deg (up to 15 deg); a wrist camera from just above the block to
   about 0.1 deg, so every block is measured again from above before the grasp (no extra motion: the wrists see it
   from the pose above the block).
-- The block in the middle defines the row (its own axis, through its centre) and is not touched at all; the two
-  others are slid onto that row side by side, both arms at once. Only where that row is blocked (by the set square
-  or another block) is a row chosen freely and the middle block slid onto it too.
+- One block measured from above defines the row (its own axis, through its centre) and is not touched at all; the
+  two others are slid onto that row, both arms at once. Only where no such row is clear (of the set square, the
+  other blocks, the arms' reach and the wrist's range) is a row chosen freely and all three slide onto it.
 The set square is not used: a top-down parallel grip holds it only across its long leg and the hypotenuse, and in
 that wedge grip it slips and turns by 20 degrees or more when the wrist turns it (measured on the twin); a block
 held in a closed grip is squared by the wrist instead. It is measured and kept clear of.
