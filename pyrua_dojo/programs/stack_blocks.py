@@ -78,8 +78,9 @@ def measure(arm, xy, z=TABLE + 0.03):
     return min(seen, key=lambda b: math.dist(b.xyz[:2], xy[:2])) if seen else None
 
 
-def pick(arm, b):
-    """Grasp block b from above and lift it; True if held."""
+def pick(arm, b, others=()):
+    """Grasp block b from above and lift it; True if held. Closes across the faces whose sides are clearer of
+    the `others` (xy of blocks nearby), so that no finger comes down on a neighbour."""
     x, y, _ = b.xyz
     above = TABLE + H + 0.03  # fingertips (2.5 cm below the TCP) clear of the block's top
     robo.open(arm)
@@ -89,7 +90,11 @@ def pick(arm, b):
     faces = [b.heading + k * math.pi / 2 for k in range(2)]
     chosen = None
     for tilt in (0.0, 0.35, 0.6):
-        yaws = faces if tilt == 0 else sorted(faces, key=lambda a: abs(math.sin(a - lean)))
+        if tilt == 0:
+            yaws = sorted(faces, key=lambda a: -min([math.dist([x + s * 0.05 * math.cos(a), y + s * 0.05 * math.sin(a)], o)
+                                                     for s in (1, -1) for o in others] or [1.0]))
+        else:
+            yaws = sorted(faces, key=lambda a: abs(math.sin(a - lean)))
         for yaw in yaws:
             if go(arm, [x, y, above], yaw=yaw, tilt=tilt).planned:
                 chosen = (yaw, tilt)
@@ -126,12 +131,13 @@ def place(arm, xy, top_z):
             break
     if not m.planned:
         return None
-    d = robo.descend(arm, z=top_z + below - 0.015, speed=0.08)
+    d = robo.descend(arm, z=top_z + below - 0.005, speed=0.08)  # deeper would push the block up in the grip
     robo.open(arm)
     released_top = d.tcp[2] - below + H
     # The open fingers still surround the block: clear its top before moving sideways. Too high to reach? Then
     # slide out along the pads (across the closing line), whichever way the arm reaches.
     if not robo.move_to(arm, [x, y, released_top + 0.03]).reached:
+        robo.wait(5)  # let the fingers finish opening: they must not drag the block along
         a, h = robo.arm(arm).yaw, robo.arm(arm).tcp[2]
         for s in (1, -1):
             if robo.move_to(arm, [x - s * 0.07 * math.sin(a), y + s * 0.07 * math.cos(a), h]).planned:
@@ -150,7 +156,10 @@ where, top_z = SITE, TABLE
 if base is not None:
     where, top_z = base.xyz[:2], TABLE + H  # it stays where it is (measured close up below)
 active, measured = None, False
+waiting = list(rest)  # blocks still where they were
 for b in rest:
+    waiting.remove(b)
+    others = [o.xyz[:2] for o in waiting] + ([where] if top_z > TABLE else [])
     arm = side(b.xyz[0])
     if active is not None and active != arm:
         robo.home(active)
@@ -162,11 +171,11 @@ for b in rest:
         if near is not None:
             where = near.xyz[:2]
     close_up = measure(arm, b.xyz)  # where the block sits exactly decides where it lands on the stack
-    released = place(arm, where, top_z) if pick(arm, close_up or b) else None
+    released = place(arm, where, top_z) if pick(arm, close_up or b, others) else None
     if released is None:  # dropped or missed: look again close up and retry once
         again = measure(arm, b.xyz)
         if again is not None:
-            released = place(arm, where, top_z) if pick(arm, again) else None
+            released = place(arm, where, top_z) if pick(arm, again, others) else None
     print("placed" if released else "FAILED", b.xyz, "on", where, round(top_z, 3), "steps left", robo.state().steps_left)
     if released:
         top_z = released
