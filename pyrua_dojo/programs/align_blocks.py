@@ -90,10 +90,15 @@ def clear(shapes, obstacles, gap=0.003):
     return all(apart(s, o, 0.003 if o is TRI else gap) for s in shapes for o in obstacles)
 
 
-def fingers(c, yaw):
-    """The two open pads around a TCP at c closing along yaw (88 mm between them, 1 cm thick, 2.4 cm wide)."""
+OPEN_NEAR = 0.7  # a gripper opened this far (62 mm between the pads) still clears a squared-up cube by 11 mm a side
+RELEASE = 0.6  # how far a slid block is let go
+
+
+def fingers(c, yaw, frac=1.0):
+    """The two open pads around a TCP at c closing along yaw (88 mm * frac between them, 1 cm thick, 2.4 cm wide)."""
     u = np.array([math.cos(yaw), math.sin(yaw)])
-    return [box(c + u * 0.049, yaw, 0.006, 0.013), box(c - u * 0.049, yaw, 0.006, 0.013)]
+    off = 0.044 * frac + 0.005
+    return [box(c + u * off, yaw, 0.006, 0.013), box(c - u * off, yaw, 0.006, 0.013)]
 
 
 def held(c, yaw):
@@ -126,32 +131,38 @@ def grasps(i, theta, arm, start, end, wrist_limit=math.radians(85)):
 
 
 def slide_clear(start, end, yaw0, yaw1, obstacles, mate=None):
-    """Can a block be grasped at start (pads closing along yaw0), slid and turned to end (yaw1), and released,
-    clear of the obstacles (and of `mate`, another slide (start, end, yaw0, yaw1) made at the same time)?"""
-    if not clear(fingers(start, yaw0), obstacles, 0.006) or not clear(fingers(end, yaw1), obstacles, 0.006):
-        return False  # open pads come down there: a wider margin
+    """How far the gripper may open to come down on a block at start (pads closing along yaw0), slide and turn it to
+    end (yaw1) and release it, clear of the obstacles (and of `mate`, another slide (start, end, yaw0, yaw1) made at
+    the same time); None if it cannot. Open pads come down with a wider margin."""
+    frac = next((f for f in (1.0, OPEN_NEAR) if clear(fingers(start, yaw0, f), obstacles, 0.006)), None)
+    if frac is None or not clear(fingers(end, yaw1, RELEASE), obstacles, 0.006):
+        return None
     for f in np.linspace(0.0, 1.0, 7)[1:]:  # (where it starts, it is clear of the others as it is)
         me = held(start + (end - start) * f, yaw0 + (yaw1 - yaw0) * f)
         if not clear(me, obstacles):
-            return False
+            return None
         if mate is not None:
             ms, me_, m0, m1 = mate
             if not clear(me, held(ms + (me_ - ms) * f, m0 + (m1 - m0) * f)):
-                return False
+                return None
     if mate is not None:  # both open at the end: neither's pads on the other's block
-        if not clear(fingers(mate[1], mate[3]), [cube_at(end, yaw1)]):
-            return False
-    return True
+        if not clear(fingers(mate[1], mate[3], RELEASE), [cube_at(end, yaw1)]):
+            return None
+    return frac
 
 
 BASE = {"left": np.array([-0.3, -0.45]), "right": np.array([0.3, -0.45])}
 REACH = 0.50  # from an arm's base, top-down near the table (10 cm above it: 0.46; 0.49 fails)
 
 
+def reaches(arm, *points):
+    return all(np.linalg.norm(p - BASE[arm]) <= REACH for p in points)
+
+
 def arm_for(*points):
     """The arm on the points' side that reaches all of them, or None."""
     for arm in sorted(BASE, key=lambda a: sum(abs(p[0] - BASE[a][0]) for p in points)):
-        if all(np.linalg.norm(p - BASE[arm]) <= REACH for p in points):
+        if reaches(arm, *points):
             return arm
     return None
 
@@ -159,8 +170,8 @@ def arm_for(*points):
 def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_limit=math.radians(85)):
     """Slides that put the blocks in a row through `base` along heading theta. Block `fixed` keeps its place along
     the row (and, if `stays`, stays put altogether when base is its centre); the others go `spacing` apart from it (or further,
-    where they already are, unless tight). Returns [(block, start, end, grasp yaw, final yaw, arm)] in the order
-    they move (the first two together, left arm first), or None."""
+    where they already are, unless tight). Returns [(block, start, end, grasp yaw, final yaw, arm, opening)] in the
+    order they move (the first two together when they are different arms, left arm first), or None."""
     d = np.array([math.cos(theta), math.sin(theta)])
     s = [d @ (p - base) for p in P]
     order = sorted(range(3), key=lambda i: s[i])
@@ -172,9 +183,13 @@ def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_lim
         t[order[j]] = t[order[j + 1]] - spacing if tight else min(s[order[j]], t[order[j + 1]] - spacing)
     target = {i: base + d * t[i] for i in range(3)}
     movers = sorted((i for i in range(3) if i != fixed), key=lambda i: P[i][0])
-    arms = ["left", "right"]
-    if any(np.linalg.norm(p - BASE[a]) > REACH for i, a in zip(movers, arms) for p in (P[i], target[i])):
-        return None
+    if reaches("left", P[movers[0]], target[movers[0]]) and reaches("right", P[movers[1]], target[movers[1]]):
+        arms = ["left", "right"]
+    else:  # one arm reaches both: one after the other
+        one = arm_for(*(P[i] for i in movers), *(target[i] for i in movers))
+        if one is None:
+            return None
+        arms = [one, one]
     if not stays or np.linalg.norm(target[fixed] - P[fixed]) > 0.003:
         movers.append(fixed)  # last, alone
         arms.append(arm_for(P[fixed], target[fixed]))
@@ -183,16 +198,20 @@ def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_lim
     where = {i: cube_at(P[i], H[i]) for i in range(3)}
     out = []
     for n, i in enumerate(movers):
-        mate = out[0][1:5] if n == 1 else None  # the second slides together with the first
+        together = n == 1 and arms[0] != arms[1]
+        mate = out[0][1:5] if together else None  # the second slides together with the first
         obstacles = [TRI] + [where[j] for j in range(3) if j != i and (mate is None or j != out[0][0])]
         if mate is not None:
             obstacles.append(cube_at(target[out[0][0]], theta))
         for yaw0, turn in grasps(i, theta, arms[n], P[i], target[i], wrist_limit):
-            if slide_clear(P[i], target[i], yaw0, yaw0 + turn, obstacles, mate):
-                out.append((i, P[i], target[i], yaw0, yaw0 + turn, arms[n]))
+            frac = slide_clear(P[i], target[i], yaw0, yaw0 + turn, obstacles, mate)
+            if frac is not None:
+                out.append((i, P[i], target[i], yaw0, yaw0 + turn, arms[n], frac))
                 break
         else:
             return None
+        if n == 0 and not (arms[0] != arms[1]):
+            where[i] = cube_at(target[i], theta)
         if n == 1:
             where = {j: cube_at(target[j], theta) if j in (out[0][0], i) else where[j] for j in range(3)}
     return out
@@ -200,23 +219,40 @@ def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_lim
 
 def cost(moves):
     """Distance slid and turned, plus the transits: an arm that must go to a block other than the one below it."""
-    c = sum(np.linalg.norm(e - s) + 0.03 * abs(y1 - y0) for _, s, e, y0, y1, _ in moves)
-    return c + 0.3 * (sorted(i for i, *_ in moves[:2]) != [0, 2]) + 0.6 * (len(moves) > 2)
+    c = sum(np.linalg.norm(e - s) + 0.03 * abs(y1 - y0) for _, s, e, y0, y1, *_ in moves)
+    c += 0.1 * sum(f < 1 for *_, f in moves)  # opening less first: two steps
+    return c + 0.3 * (sorted(i for i, *_ in moves[:2]) != sorted(LOOKED.values())) + 0.6 * (len(moves) > 2) + 0.5 * (moves[0][5] == moves[1][5])
 
 
-# %% go above the two outer blocks at once and measure them again from there with the wrist cameras
+# %% go above two blocks at once (the outer two where the arms reach them) and measure them again from there
+# with the wrist cameras
 def yaw_over(i, arm):
     """A grasp yaw aligned with block i that leaves the wrist room to turn either way."""
     az = math.atan2(*(P[i] - BASE[arm])[::-1])
     return min((wrap(H[i] + k * math.pi / 2) for k in range(2)), key=lambda a: abs(wrap(a - az - math.pi / 2)))
 
 
-for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):  # lower where an arm reaches no higher
-    m = robo.move_both([P[0][0], P[0][1], z], [P[2][0], P[2][1], z], left_yaw=yaw_over(0, "left"),
-                       right_yaw=yaw_over(2, "right"), path="joint")
-    if m.planned:
+# Which arm goes above which block: the outer two if each arm reaches its own; else the nearest pair the arms reach;
+# else (all three on one side) one arm above the middle one.
+LOOKED = {}
+for i, j in ((0, 2), (0, 1), (1, 2)):
+    if reaches("left", P[i]) and reaches("right", P[j]):
+        for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):  # lower where an arm reaches no higher
+            m = robo.move_both([*P[i], z], [*P[j], z], left_yaw=yaw_over(i, "left"), right_yaw=yaw_over(j, "right"),
+                               path="joint")
+            if m.planned:
+                LOOKED = {"left": i, "right": j}
+                break
+    if LOOKED:
         break
-print("above the outer blocks:", m.reached, m.reason, m.steps_used, "steps")
+else:
+    arm = arm_for(*P)
+    for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):
+        m = robo.move_to(arm, [*P[1], z], yaw=yaw_over(1, arm), path="joint")
+        if m.planned:
+            LOOKED = {arm: 1}
+            break
+print("above the blocks", LOOKED, m.reached, m.reason, m.steps_used, "steps")
 wrist = [False] * 3
 
 
@@ -238,10 +274,11 @@ print("headings", [f"{math.degrees(a):.1f}" for a in H], "measured from above:",
 options = []
 for i in range(3):
     if wrist[i]:
-        for sp, tight in ((SPACING, False), (SPACING, True), (SPACING + 0.02, False)):
-            mv = plan(wrap(H[i], math.pi / 2), P[i], i, sp, tight)
-            if mv is not None:
-                options.append((cost(mv), wrap(H[i], math.pi / 2), mv))
+        for th in (wrap(H[i], math.pi / 2), wrap(H[i] + math.pi / 2, math.pi)):  # along either pair of its faces
+            for sp, tight in ((SPACING, False), (SPACING, True), (SPACING + 0.02, False)):
+                mv = plan(th, P[i], i, sp, tight)
+                if mv is not None:
+                    options.append((cost(mv), th, mv))
 for limit in (math.radians(85), math.pi):  # past the wrist's end only if nothing else works (slow, not blocked)
     if options:
         break
@@ -255,12 +292,16 @@ for limit in (math.radians(85), math.pi):  # past the wrist's end only if nothin
                     options.append((cost(mv) + 0.5 * (limit > 2), th, mv))
 assert options, "no row the blocks can slide into"
 _, theta, moves = min(options, key=lambda o: o[0])
-print(f"row at {math.degrees(theta):.1f} deg:", [(i, arm, np.round(e, 3).tolist(), f"turn {math.degrees(y1 - y0):.0f}")
-                                                for i, s, e, y0, y1, arm in moves])
+print(f"row at {math.degrees(theta):.1f} deg:", [(i, arm, np.round(e, 3).tolist(), f"turn {math.degrees(y1 - y0):.0f}", f)
+                                                for i, s, e, y0, y1, arm, f in moves])
 
 
-# %% slide two blocks at once (the left arm the one more to the left): above it, measured, down, close, slide and
+# %% slide the blocks: two at once where two arms move (the left arm the one more to the left), else one by one:
+# above the block (measured again), the pads turned while still above the blocks, straight down, close, slide and
 # turn, open
+PRE_Z = TABLE + 0.075  # the pads' lower edge 1 cm above the blocks' tops: turning there touches nothing
+
+
 def refine(i, yaw0, yaw1):
     """Grasp and final yaw from a heading measured just now from above (the same final direction)."""
     a = min((yaw0 + wrap(H[i] - yaw0 + k * math.pi / 2) for k in range(4)), key=lambda a: abs(a - yaw0))
@@ -272,48 +313,70 @@ def flips(yaw0, yaw1):
     return [(yaw0, yaw1), (yaw0 + math.pi, yaw1 + math.pi)]
 
 
-arms = {mv[5]: mv[:5] for mv in moves[:2]}
-below = {"left": 0, "right": 2}
-for arm, (i, s, e, y0, y1) in arms.items():
-    if i != below[arm]:
-        for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):  # lower where the arm reaches no higher
-            if robo.move_to(arm, [*s, z], yaw=y0, path="joint").planned:
-                break
-        remeasure()  # the wrist turned as planned above it: the turn stays within the wrist's range
-        arms[arm] = (i, s, e, *refine(i, y0, y1))
-(il, sl, el, al, bl), (ir, sr, er, ar, br) = arms["left"], arms["right"]
-for yl in flips(al, bl):
-    for yr in flips(ar, br):
-        down = robo.move_both([*sl, GRASP_Z], [*sr, GRASP_Z], left_yaw=yl[0], right_yaw=yr[0], path="line")
-        if down.planned:
-            break
-    if down.planned:
-        break
-print("down:", down.reached, down.reason, down.steps_used, "steps")
-g = [robo.close("left"), robo.close("right")]
-print("held:", [x.held for x in g], "widths", [x.width_m for x in g])
-slide = robo.move_both([*el, GRASP_Z], [*er, GRASP_Z], left_yaw=yl[1], right_yaw=yr[1], path="line", speed=SPEED)
-print("slide:", slide.reached, slide.reason, slide.steps_used, "steps")
-robo.open("left", 0.6)
-robo.open("right", 0.6)
-print(robo.steps_left, "steps left")
-
-# %% the third block, if it moves too: the arm on its side, measured from above; then both arms home
-if len(moves) > 2:
-    i, s, e, y0, y1, arm = moves[2]
-    for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):
+def above(arm, i, s, e, y0, y1):
+    """Bring an arm above block i (rising clear first if it is low), measure it again; the refined yaws."""
+    if robo.arm(arm).tcp[2] < PRE_Z - 0.005:
+        tcp = robo.arm(arm).tcp
+        robo.move_to(arm, [tcp[0], tcp[1], PRE_Z], path="line")
+    for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):  # lower where the arm reaches no higher
         if robo.move_to(arm, [*s, z], yaw=y0, path="joint").planned:
             break
-    remeasure()
-    y0, y1 = refine(i, y0, y1)
-    robo.open(arm, 1.0)
+    remeasure()  # the wrist turned as planned above it: the turn stays within the wrist's range
+    return refine(i, y0, y1)
+
+
+def opening(arm, frac):
+    if abs(robo.arm(arm).gripper - frac) > 0.05:
+        robo.open(arm, frac)
+
+
+def turned(arm, yaw):
+    return abs(wrap(robo.arm(arm).yaw - yaw)) > math.radians(8)
+
+
+queue = list(moves)
+if len(moves) >= 2 and moves[0][5] != moves[1][5]:
+    queue = queue[2:]
+    arms = {mv[5]: list(mv[:5]) + [mv[6]] for mv in moves[:2]}
+    for arm, (i, s, e, y0, y1, f) in arms.items():
+        if LOOKED.get(arm) != i:
+            arms[arm][3:5] = above(arm, i, s, e, y0, y1)
+        else:
+            arms[arm][3:5] = refine(i, y0, y1)
+        opening(arm, f)
+    (il, sl, el, al, bl, _), (ir, sr, er, ar, br, _) = arms["left"], arms["right"]
+    for yl in flips(al, bl):
+        for yr in flips(ar, br):
+            if turned("left", yl[0]) or turned("right", yr[0]):
+                if not robo.move_both([*sl, PRE_Z], [*sr, PRE_Z], left_yaw=yl[0], right_yaw=yr[0], path="joint").planned:
+                    continue
+            down = robo.move_both([*sl, GRASP_Z], [*sr, GRASP_Z], left_yaw=yl[0], right_yaw=yr[0], path="line")
+            if down.planned:
+                break
+        if down.planned:
+            break
+    print("down:", down.reached, down.reason, down.steps_used, "steps")
+    g = [robo.close("left"), robo.close("right")]
+    print("held:", [x.held for x in g], "widths", [x.width_m for x in g])
+    slide = robo.move_both([*el, GRASP_Z], [*er, GRASP_Z], left_yaw=yl[1], right_yaw=yr[1], path="line", speed=SPEED)
+    print("slide:", slide.reached, slide.reason, slide.steps_used, "steps")
+    robo.open("left", RELEASE)
+    robo.open("right", RELEASE)
+    print(robo.steps_left, "steps left")
+
+# %% the blocks that move one by one: the arm planned for each, measured from above; then both arms home
+for i, s, e, y0, y1, arm, f in queue:
+    y0, y1 = above(arm, i, s, e, y0, y1) if math.dist(robo.arm(arm).tcp[:2], s) > 0.01 else refine(i, y0, y1)
+    opening(arm, f)
     for ya, yb in flips(y0, y1):
+        if turned(arm, ya) and not robo.move_to(arm, [*s, PRE_Z], yaw=ya, path="joint").planned:
+            continue
         down = robo.move_to(arm, [*s, GRASP_Z], yaw=ya)
         if down.planned:
             break
     g1 = robo.close(arm)
     slide = robo.move_to(arm, [*e, GRASP_Z], yaw=yb, speed=SPEED)
-    robo.open(arm, 0.6)
-    print("third block: held", g1.held, "slide", slide.reached, slide.reason, robo.steps_left, "steps left")
+    robo.open(arm, RELEASE)
+    print(f"block {i}: held", g1.held, "slide", slide.reached, slide.reason, robo.steps_left, "steps left")
 robo.home()
 print(robo.state().steps_left, "steps left")
