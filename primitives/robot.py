@@ -233,7 +233,9 @@ class Robo:
         """Guarded descent: lower the TCP straight down until contact, or until it reaches z (or goes down `by` m).
 
         Contact = the measured TCP lags its command by more than 3 mm (the arm is stiff, so lag means
-        something blocks it); the arm then stops pressing. speed is in m/s (0.005 .. 0.2).
+        something blocks it); the arm then stops pressing. A held object slips up in the grip before the arm
+        lags, so when setting one down aim z a few mm below the expected contact, not deeper. speed is in m/s
+        (0.005 .. 0.2).
         """
         t0 = time.perf_counter()
         self._check_arm(arm)

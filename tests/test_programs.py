@@ -40,3 +40,13 @@ def test_align_blocks_program_solves_some_layouts(tmp_path):
     assert row["episodes"] == 5
     # 18 of 50 layouts solved on the twin, layouts 0-2 among these five (`pyrua-dojo bench programs --tasks align_blocks`).
     assert row["success_rate"] >= 0.4
+
+
+@pytest.mark.slow
+def test_stack_blocks_program_holds_its_success_rate(tmp_path):
+    episodes = run(["stack_blocks"], layouts=5, seed=0, run_root=tmp_path, progress=False)
+    [row] = summarize(episodes)
+    assert row["episodes"] == 5
+    # 48 of 50 layouts solved on the twin, all five of these (`pyrua-dojo bench programs --tasks stack_blocks`).
+    assert row["success_rate"] >= 0.8
+    assert float(row["steps_success"]) < 0.6 * 550
