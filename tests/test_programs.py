@@ -38,8 +38,8 @@ def test_align_blocks_program_solves_some_layouts(tmp_path):
     episodes = run(["align_blocks"], layouts=5, seed=0, run_root=tmp_path, progress=False)
     [row] = summarize(episodes)
     assert row["episodes"] == 5
-    # 18 of 50 layouts solved on the twin, layouts 0-2 among these five (`pyrua-dojo bench programs --tasks align_blocks`).
-    assert row["success_rate"] >= 0.4
+    # 40 of 50 layouts solved on the twin, layouts 0-3 among these five (`pyrua-dojo bench programs --tasks align_blocks`).
+    assert row["success_rate"] >= 0.6
 
 
 @pytest.mark.slow

@@ -107,6 +107,12 @@ def held(c, yaw):
     return [box(c, yaw, CUBE / 2, CUBE / 2), box(c + u * 0.025, yaw, 0.005, 0.013), box(c - u * 0.025, yaw, 0.005, 0.013)]
 
 
+def housing(c, yaw):
+    """The gripper's housing above a TCP at c (10 cm along the closing line, 4.8 cm across): two arms working at
+    once must keep these apart."""
+    return box(c, yaw, 0.05, 0.024)
+
+
 def cube_at(p, heading):
     return box(p, heading, CUBE / 2 + 0.002, CUBE / 2 + 0.002)
 
@@ -137,13 +143,14 @@ def slide_clear(start, end, yaw0, yaw1, obstacles, mate=None):
     frac = next((f for f in (1.0, OPEN_NEAR) if clear(fingers(start, yaw0, f), obstacles, 0.006)), None)
     if frac is None or not clear(fingers(end, yaw1, RELEASE), obstacles, 0.006):
         return None
-    for f in np.linspace(0.0, 1.0, 7)[1:]:  # (where it starts, it is clear of the others as it is)
-        me = held(start + (end - start) * f, yaw0 + (yaw1 - yaw0) * f)
-        if not clear(me, obstacles):
+    for f in np.linspace(0.0, 1.0, 7):
+        c, yaw = start + (end - start) * f, yaw0 + (yaw1 - yaw0) * f
+        if f > 0 and not clear(held(c, yaw), obstacles):  # (where it starts, it is clear of the others as it is)
             return None
         if mate is not None:
             ms, me_, m0, m1 = mate
-            if not clear(me, held(ms + (me_ - ms) * f, m0 + (m1 - m0) * f)):
+            mc, myaw = ms + (me_ - ms) * f, m0 + (m1 - m0) * f
+            if not clear(held(c, yaw), held(mc, myaw)) or not apart(housing(c, yaw), housing(mc, myaw), 0.02):
                 return None
     if mate is not None:  # both open at the end: neither's pads on the other's block
         if not clear(fingers(mate[1], mate[3], RELEASE), [cube_at(end, yaw1)]):
@@ -232,11 +239,11 @@ def yaw_over(i, arm):
     return min((wrap(H[i] + k * math.pi / 2) for k in range(2)), key=lambda a: abs(wrap(a - az - math.pi / 2)))
 
 
-# Which arm goes above which block: the outer two if each arm reaches its own; else the nearest pair the arms reach;
-# else (all three on one side) one arm above the middle one.
+# Which arm goes above which block: the outer two if each arm reaches its own; else another pair the arms reach
+# (12 cm apart, so that the grippers do not meet); else (all three on one side) one arm above the middle one.
 LOOKED = {}
 for i, j in ((0, 2), (0, 1), (1, 2)):
-    if reaches("left", P[i]) and reaches("right", P[j]):
+    if reaches("left", P[i]) and reaches("right", P[j]) and math.dist(P[i], P[j]) > 0.12:  # housings apart
         for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):  # lower where an arm reaches no higher
             m = robo.move_both([*P[i], z], [*P[j], z], left_yaw=yaw_over(i, "left"), right_yaw=yaw_over(j, "right"),
                                path="joint")
@@ -246,7 +253,7 @@ for i, j in ((0, 2), (0, 1), (1, 2)):
     if LOOKED:
         break
 else:
-    arm = arm_for(*P)
+    arm = arm_for(*P) or arm_for(P[1]) or "left"
     for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):
         m = robo.move_to(arm, [*P[1], z], yaw=yaw_over(1, arm), path="joint")
         if m.planned:
@@ -279,19 +286,27 @@ for i in range(3):
                 mv = plan(th, P[i], i, sp, tight)
                 if mv is not None:
                     options.append((cost(mv), th, mv))
-for limit in (math.radians(85), math.pi):  # past the wrist's end only if nothing else works (slow, not blocked)
-    if options:
-        break
-    for deg in range(-40, 41, 5):
-        th = math.radians(deg)
-        n = np.array([-math.sin(th), math.cos(th)])
-        for off in (0.0, -0.015, 0.015, -0.03, 0.03, -0.045, 0.045, -0.06, 0.06):
-            for sp, tight in ((SPACING, False), (SPACING, True), (SPACING + 0.02, False)):
-                mv = plan(th, P[1] + n * off, 1, sp, tight, stays=False, wrist_limit=limit)
-                if mv is not None:
-                    options.append((cost(mv) + 0.5 * (limit > 2), th, mv))
+def free_rows():
+    """Rows through (near) the middle block at any heading, all three blocks sliding: the cheapest first."""
+    out = []
+    for limit in (math.radians(85), math.pi):  # past the wrist's end only if nothing else works (slow, not blocked)
+        if out:
+            break
+        for deg in range(-40, 41, 5):
+            th = math.radians(deg)
+            n = np.array([-math.sin(th), math.cos(th)])
+            for off in (0.0, -0.015, 0.015, -0.03, 0.03, -0.045, 0.045, -0.06, 0.06):
+                for sp, tight in ((SPACING, False), (SPACING, True), (SPACING + 0.02, False)):
+                    mv = plan(th, P[1] + n * off, 1, sp, tight, stays=False, wrist_limit=limit)
+                    if mv is not None:
+                        out.append((cost(mv) + 0.5 * (limit > 2), th, mv))
+    return sorted(out, key=lambda o: o[0])
+
+
+options.sort(key=lambda o: o[0])
+options += free_rows()  # also where none of the rows above can be started
 assert options, "no row the blocks can slide into"
-_, theta, moves = min(options, key=lambda o: o[0])
+_, theta, moves = options[0]
 print(f"row at {math.degrees(theta):.1f} deg:", [(i, arm, np.round(e, 3).tolist(), f"turn {math.degrees(y1 - y0):.0f}", f)
                                                 for i, s, e, y0, y1, arm, f in moves])
 
@@ -315,12 +330,23 @@ def flips(yaw0, yaw1):
 
 def above(arm, i, s, e, y0, y1):
     """Bring an arm above block i (rising clear first if it is low), measure it again; the refined yaws."""
-    if robo.arm(arm).tcp[2] < PRE_Z - 0.005:
-        tcp = robo.arm(arm).tcp
-        robo.move_to(arm, [tcp[0], tcp[1], PRE_Z], path="line")
+    other = "right" if arm == "left" else "left"
+    mine, theirs = robo.arm(arm).tcp, robo.arm(other).tcp
+    in_way = theirs[2] < PRE_Z and min(math.dist(theirs[:2], p) for p in (s, e)) < 0.14
+    risen = False
+    for up in (0.1, 0.07, 0.045) if in_way else ():  # the other arm, still down at the block it let go, rises out of
+        # this one's way (both straight up; as far as it reaches)
+        mv = [mine[0], mine[1], max(mine[2], PRE_Z)], [theirs[0], theirs[1], theirs[2] + up]
+        risen = robo.move_both(*(mv if arm == "left" else mv[::-1]), path="line").planned
+        if risen:
+            break
+    if not risen and mine[2] < PRE_Z - 0.005:
+        robo.move_to(arm, [mine[0], mine[1], PRE_Z], path="line")
     for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):  # lower where the arm reaches no higher
         if robo.move_to(arm, [*s, z], yaw=y0, path="joint").planned:
             break
+    else:
+        return None, None
     remeasure()  # the wrist turned as planned above it: the turn stays within the wrist's range
     return refine(i, y0, y1)
 
@@ -334,49 +360,78 @@ def turned(arm, yaw):
     return abs(wrap(robo.arm(arm).yaw - yaw)) > math.radians(8)
 
 
-queue = list(moves)
-if len(moves) >= 2 and moves[0][5] != moves[1][5]:
-    queue = queue[2:]
+def start_pair(moves):
+    """Above the two blocks that move together (measured again), pads turned, down to grasp height: the arms and
+    refined (grasp, final) yaws, or None when an arm cannot get there (nothing touched yet)."""
     arms = {mv[5]: list(mv[:5]) + [mv[6]] for mv in moves[:2]}
     for arm, (i, s, e, y0, y1, f) in arms.items():
-        if LOOKED.get(arm) != i:
+        if LOOKED.get(arm) != i or math.dist(robo.arm(arm).tcp[:2], s) > 0.01:
             arms[arm][3:5] = above(arm, i, s, e, y0, y1)
+            if arms[arm][3] is None:
+                return None
         else:
             arms[arm][3:5] = refine(i, y0, y1)
-        opening(arm, f)
-    (il, sl, el, al, bl, _), (ir, sr, er, ar, br, _) = arms["left"], arms["right"]
+    (il, sl, el, al, bl, fl), (ir, sr, er, ar, br, fr) = arms["left"], arms["right"]
     for yl in flips(al, bl):
         for yr in flips(ar, br):
             if turned("left", yl[0]) or turned("right", yr[0]):
                 if not robo.move_both([*sl, PRE_Z], [*sr, PRE_Z], left_yaw=yl[0], right_yaw=yr[0], path="joint").planned:
                     continue
+            opening("left", fl)
+            opening("right", fr)
             down = robo.move_both([*sl, GRASP_Z], [*sr, GRASP_Z], left_yaw=yl[0], right_yaw=yr[0], path="line")
             if down.planned:
-                break
-        if down.planned:
-            break
-    print("down:", down.reached, down.reason, down.steps_used, "steps")
+                print("down:", down.reached, down.reason, down.steps_used, "steps")
+                return (sl, el, yl), (sr, er, yr)
+    return None
+
+
+def start_one(i, s, e, y0, y1, arm, f):
+    """Above one block (measured again), pads turned, down to grasp height: the (grasp, final) yaws, or None."""
+    y0, y1 = above(arm, i, s, e, y0, y1) if math.dist(robo.arm(arm).tcp[:2], s) > 0.01 else refine(i, y0, y1)
+    if y0 is None:
+        return None
+    for ya, yb in flips(y0, y1):
+        if turned(arm, ya) and not robo.move_to(arm, [*s, PRE_Z], yaw=ya, path="joint").planned:
+            continue
+        opening(arm, f)
+        if robo.move_to(arm, [*s, GRASP_Z], yaw=ya).planned:
+            return ya, yb
+    return None
+
+
+def slide_one(i, s, e, arm, ya, yb):
+    g1 = robo.close(arm)
+    slide = robo.move_to(arm, [*e, GRASP_Z], yaw=yb, speed=SPEED)
+    robo.open(arm, RELEASE)
+    print(f"block {i}: held", g1.held, "slide", slide.reached, slide.reason, robo.steps_left, "steps left")
+
+
+for _, theta, moves in options:  # the cheapest plan whose first grasp the arms reach
+    pair = len(moves) >= 2 and moves[0][5] != moves[1][5]
+    started = start_pair(moves) if pair else start_one(*moves[0])
+    if started is not None:
+        break
+    print("cannot start the row at", round(math.degrees(theta), 1), "deg; the next plan")
+assert started is not None, "no plan the arms can start"
+if pair:
+    (sl, el, yl), (sr, er, yr) = started
     g = [robo.close("left"), robo.close("right")]
     print("held:", [x.held for x in g], "widths", [x.width_m for x in g])
     slide = robo.move_both([*el, GRASP_Z], [*er, GRASP_Z], left_yaw=yl[1], right_yaw=yr[1], path="line", speed=SPEED)
     print("slide:", slide.reached, slide.reason, slide.steps_used, "steps")
     robo.open("left", RELEASE)
     robo.open("right", RELEASE)
-    print(robo.steps_left, "steps left")
+    queue = moves[2:]
+else:
+    slide_one(moves[0][0], moves[0][1], moves[0][2], moves[0][5], *started)
+    queue = moves[1:]
+print(robo.steps_left, "steps left")
 
 # %% the blocks that move one by one: the arm planned for each, measured from above; then both arms home
-for i, s, e, y0, y1, arm, f in queue:
-    y0, y1 = above(arm, i, s, e, y0, y1) if math.dist(robo.arm(arm).tcp[:2], s) > 0.01 else refine(i, y0, y1)
-    opening(arm, f)
-    for ya, yb in flips(y0, y1):
-        if turned(arm, ya) and not robo.move_to(arm, [*s, PRE_Z], yaw=ya, path="joint").planned:
-            continue
-        down = robo.move_to(arm, [*s, GRASP_Z], yaw=ya)
-        if down.planned:
-            break
-    g1 = robo.close(arm)
-    slide = robo.move_to(arm, [*e, GRASP_Z], yaw=yb, speed=SPEED)
-    robo.open(arm, RELEASE)
-    print(f"block {i}: held", g1.held, "slide", slide.reached, slide.reason, robo.steps_left, "steps left")
+for mv in queue:
+    ys = start_one(*mv)
+    if ys is not None:
+        slide_one(mv[0], mv[1], mv[2], mv[5], *ys)
 robo.home()
 print(robo.state().steps_left, "steps left")
