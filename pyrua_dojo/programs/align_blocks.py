@@ -9,7 +9,9 @@ closed grip, turning the wrist on the way so that it arrives square to the row. 
   about 0.1 deg, so every block is measured again from above before the grasp (no extra motion: the wrists see it
   from the pose above the block).
 - One block measured from above defines the row (its own axis, through its centre) and is not touched at all; the
-  two others are slid onto that row, both arms at once. Only where no such row is clear (of the set square, the
+  two others are slid onto that row, both arms at once (one after the other where one arm alone reaches them; the
+  grippers' housings kept apart). The pads turn above the blocks, not on the way down (turning there lifts a
+  neighbour), and open less where a neighbour is close. Only where no such row is clear (of the set square, the
   other blocks, the arms' reach and the wrist's range) is a row chosen freely and all three slide onto it.
 The set square is not used: a top-down parallel grip holds it only across its long leg and the hypotenuse, and in
 that wedge grip it slips and turns by 20 degrees or more when the wrist turns it (measured on the twin); a block
