@@ -50,3 +50,12 @@ def test_stack_blocks_program_holds_its_success_rate(tmp_path):
     # 48 of 50 layouts solved on the twin, all five of these (`pyrua-dojo bench programs --tasks stack_blocks`).
     assert row["success_rate"] >= 0.8
     assert float(row["steps_success"]) < 0.6 * 550
+
+
+@pytest.mark.slow
+def test_stack_blocks_by_language_program_stacks_in_the_named_order(tmp_path):
+    episodes = run(["stack_blocks_by_language"], layouts=4, seed=0, run_root=tmp_path, progress=False)
+    [row] = summarize(episodes)
+    assert row["episodes"] == 4
+    # 50 of 50 layouts solved on the twin (`pyrua-dojo bench programs --tasks stack_blocks_by_language`).
+    assert row["success_rate"] >= 0.75
