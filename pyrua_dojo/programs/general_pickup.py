@@ -16,10 +16,15 @@ if near.found:
 
 # %% grasp it from above (leaning out when it is far), then lift it well past 10 cm
 x, y, z = obj.xyz
-yaw = obj.heading + math.pi / 2  # close across the narrow side
 grasp_z = max(z - min(obj.height / 2, 0.03), robo.TABLE_Z + 0.029)
+# Close across the narrow side; the wrist turns only so far, so where that is out of reach try the long side if
+# it fits between the fingers (then leaning out, which reaches farther).
+yaws = [obj.heading + math.pi / 2] + ([obj.heading] if obj.footprint[0] < 0.075 else [])
 for tilt in (0.0, 0.35, 0.7):
-    above = robo.move_to(arm, [x, y, grasp_z + 0.06], yaw=yaw, tilt=tilt, path="joint")
+    for yaw in yaws:
+        above = robo.move_to(arm, [x, y, grasp_z + 0.06], yaw=yaw, tilt=tilt, path="joint")
+        if above.planned:
+            break
     if above.planned:
         break
 print("above:", above.reached, "tilt", tilt, above.reason)
