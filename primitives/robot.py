@@ -168,19 +168,23 @@ class Robo:
         *,
         left_yaw: float | None = None,
         right_yaw: float | None = None,
+        left_tilt: float = 0.0,
+        right_tilt: float = 0.0,
         path: str = "joint",
         speed: float = 1.0,
     ) -> Motion:
-        """Move both TCPs in one motion (same duration); yaw and path as in move_to. Orientation kept if no yaw."""
+        """Move both TCPs in one motion (same duration); yaw, tilt and path as in move_to. Orientation kept if no
+        yaw."""
         t0 = time.perf_counter()
         targets = {
-            "left": self._target_poses("left", left_xyz, left_yaw, None),
-            "right": self._target_poses("right", right_xyz, right_yaw, None),
+            "left": self._target_poses("left", left_xyz, left_yaw, None, left_tilt),
+            "right": self._target_poses("right", right_xyz, right_yaw, None, right_tilt),
         }
         self._check_path(path)
         result = self._move(targets, path, speed)
         self._log("move_both", {"left_xyz": list(map(float, left_xyz)), "right_xyz": list(map(float, right_xyz)),
-                                "left_yaw": left_yaw, "right_yaw": right_yaw, "path": path, "speed": speed},
+                                "left_yaw": left_yaw, "right_yaw": right_yaw, "left_tilt": left_tilt,
+                                "right_tilt": right_tilt, "path": path, "speed": speed},
                   result, t0, result.steps_used)
         return result
 

@@ -111,6 +111,16 @@ def test_motion_results_report_steps(station_env):
     assert robo.home().reached
 
 
+def test_move_both_leans_each_arm_away_from_its_base(station_env):
+    _, _, robo = station_env
+    m = robo.move_both([-0.3, -0.05, 0.85], [0.3, -0.05, 0.85], left_yaw=0.0, right_yaw=0.0, left_tilt=0.35,
+                       right_tilt=0.0)
+    assert m.reached, m.reason
+    left, right = robo.arm("left"), robo.arm("right")
+    assert left.approach[1] > 0.3 and abs(left.approach[2] + math.cos(0.35)) < 0.02  # leaned toward +y, 0.35 rad
+    assert abs(right.approach[2] + 1.0) < 0.01  # straight down
+
+
 def test_unreachable_targets_are_results_and_nothing_moves(station_env):
     _, bridge, robo = station_env
     before = bridge.chunks
@@ -146,6 +156,8 @@ def test_unreachable_targets_are_results_and_nothing_moves(station_env):
         lambda r: r.back_project("cam_head", [1.0]),
         lambda r: r.show("cam_nowhere"),
         lambda r: r.home(["left", "both"]),
+        lambda r: r.move_both([-0.3, -0.2, 0.9], [0.3, -0.2, 0.9], left_tilt=0.3),
+        lambda r: r.move_both([-0.3, -0.2, 0.9], [0.3, -0.2, 0.9], left_yaw=0.0, right_yaw=0.0, right_tilt=1.5),
     ],
 )
 def test_bad_arguments_raise_value_error_before_anything_moves(station_env, call):
