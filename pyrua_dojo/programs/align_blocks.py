@@ -22,6 +22,7 @@ held in a closed grip is squared by the wrist instead. It is measured and kept c
 TABLE = robo.TABLE_Z
 CUBE = 0.04  # the three blocks are identical 4 cm cubes
 cam = np.array(robo.camera_meta("cam_head").position[:2])
+HOME = {a: robo.arm(a).tcp for a in ("left", "right")}  # above there an idle arm is out of the other's way
 
 
 def centre(b):
@@ -164,14 +165,17 @@ BASE = {"left": np.array([-0.3, -0.45]), "right": np.array([0.3, -0.45])}
 REACH = 0.50  # from an arm's base, top-down near the table (10 cm above it: 0.46; 0.49 fails)
 
 
-def reaches(arm, *points):
-    return all(np.linalg.norm(p - BASE[arm]) <= REACH for p in points)
+REACH_UP = 0.48  # where an arm lets go of a block it must rise 5 cm again (at 0.49 it cannot)
 
 
-def arm_for(*points):
-    """The arm on the points' side that reaches all of them, or None."""
-    for arm in sorted(BASE, key=lambda a: sum(abs(p[0] - BASE[a][0]) for p in points)):
-        if reaches(arm, *points):
+def reaches(arm, *points, reach=REACH):
+    return all(np.linalg.norm(p - BASE[arm]) <= reach for p in points)
+
+
+def arm_for(*points, ends=()):
+    """The arm on the points' side that reaches all of them (and rises again at the ends), or None."""
+    for arm in sorted(BASE, key=lambda a: sum(abs(p[0] - BASE[a][0]) for p in (*points, *ends))):
+        if reaches(arm, *points) and reaches(arm, *ends, reach=REACH_UP):
             return arm
     return None
 
@@ -192,16 +196,16 @@ def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_lim
         t[order[j]] = t[order[j + 1]] - spacing if tight else min(s[order[j]], t[order[j + 1]] - spacing)
     target = {i: base + d * t[i] for i in range(3)}
     movers = sorted((i for i in range(3) if i != fixed), key=lambda i: P[i][0])
-    if reaches("left", P[movers[0]], target[movers[0]]) and reaches("right", P[movers[1]], target[movers[1]]):
+    if all(reaches(a, P[i]) and reaches(a, target[i], reach=REACH_UP) for a, i in zip(("left", "right"), movers)):
         arms = ["left", "right"]
     else:  # one arm reaches both: one after the other
-        one = arm_for(*(P[i] for i in movers), *(target[i] for i in movers))
+        one = arm_for(*(P[i] for i in movers), ends=[target[i] for i in movers])
         if one is None:
             return None
         arms = [one, one]
     if not stays or np.linalg.norm(target[fixed] - P[fixed]) > 0.003:
         movers.append(fixed)  # last, alone
-        arms.append(arm_for(P[fixed], target[fixed]))
+        arms.append(arm_for(P[fixed], ends=[target[fixed]]))
         if arms[-1] is None:
             return None
     where = {i: cube_at(P[i], H[i]) for i in range(3)}
@@ -209,6 +213,8 @@ def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_lim
     for n, i in enumerate(movers):
         together = n == 1 and arms[0] != arms[1]
         mate = out[0][1:5] if together else None  # the second slides together with the first
+        if together and math.dist(P[i], P[out[0][0]]) < 0.115:  # closer, the arms meet on the way down to them
+            return None
         obstacles = [TRI] + [where[j] for j in range(3) if j != i and (mate is None or j != out[0][0])]
         if mate is not None:
             obstacles.append(cube_at(target[out[0][0]], theta))
@@ -330,8 +336,9 @@ def flips(yaw0, yaw1):
     return [(yaw0, yaw1), (yaw0 + math.pi, yaw1 + math.pi)]
 
 
-def above(arm, i, s, e, y0, y1):
-    """Bring an arm above block i (rising clear first if it is low), measure it again; the refined yaws."""
+def above(arm, i, s, e, y0, y1, park=False):
+    """Bring an arm above block i (rising clear first if it is low), measure it again; the refined yaws. With park,
+    the other arm (idle) goes out of the way if it is near."""
     other = "right" if arm == "left" else "left"
     mine, theirs = robo.arm(arm).tcp, robo.arm(other).tcp
     in_way = theirs[2] < PRE_Z and min(math.dist(theirs[:2], p) for p in (s, e)) < 0.14
@@ -343,12 +350,29 @@ def above(arm, i, s, e, y0, y1):
         if risen:
             break
     if not risen and mine[2] < PRE_Z - 0.005:
-        robo.move_to(arm, [mine[0], mine[1], PRE_Z], path="line")
-    for z in (ABOVE_Z, ABOVE_Z - 0.02, ABOVE_Z - 0.04):  # lower where the arm reaches no higher
-        if robo.move_to(arm, [*s, z], yaw=y0, path="joint").planned:
+        for z in (PRE_Z, PRE_Z - 0.005, PRE_Z - 0.01):  # as high as the arm reaches there
+            if robo.move_to(arm, [mine[0], mine[1], z], path="line").planned:
+                break
+    # the other arm, idle above or near this block's slide, goes home in the same motion (the housings meet)
+    theirs = robo.arm(other).tcp
+    near = park and min(math.dist(theirs[:2], p) for p in (s, e)) < 0.15
+    spots = [[*HOME[other][:2], ABOVE_Z], [*HOME[other][:2], theirs[2]]] if near else []  # pointing down there
+    for z in (ABOVE_Z, ABOVE_Z - 0.02, PRE_Z):  # lower where the arm reaches no higher (not below PRE_Z: the
+        # open pads would sweep the blocks on the way)
+        for spot in spots:
+            mv = [*s, z], spot
+            yaws = {f"{arm}_yaw": y0, f"{other}_yaw": robo.arm(other).yaw}
+            m = robo.move_both(*(mv if arm == "left" else mv[::-1]), **yaws, path="joint")
+            if m.planned:
+                break
+        else:
+            m = robo.move_to(arm, [*s, z], yaw=y0, path="joint")
+        if m.planned:
             break
     else:
         return None, None
+    if not m.reached and math.dist(robo.arm(arm).tcp[:2], s) > 0.008:
+        return None, None  # blocked on the way: coming down from here would land on a block
     remeasure()  # the wrist turned as planned above it: the turn stays within the wrist's range
     return refine(i, y0, y1)
 
@@ -366,6 +390,17 @@ def start_pair(moves):
     """Above the two blocks that move together (measured again), pads turned, down to grasp height: the arms and
     refined (grasp, final) yaws, or None when an arm cannot get there (nothing touched yet)."""
     arms = {mv[5]: list(mv[:5]) + [mv[6]] for mv in moves[:2]}
+    away = [a for a, (i, s, *_) in arms.items() if LOOKED.get(a) != i or math.dist(robo.arm(a).tcp[:2], s) > 0.01]
+    if len(away) == 2:  # both above their blocks in one motion (one after the other, the second can meet the first)
+        (_, sl, _, yl, *_), (_, sr, _, yr, *_) = arms["left"], arms["right"]
+        for z in (ABOVE_Z, ABOVE_Z - 0.02, PRE_Z):
+            m = robo.move_both([*sl, z], [*sr, z], left_yaw=yl, right_yaw=yr, path="joint")
+            if m.planned:
+                break
+        if m.planned and all(math.dist(robo.arm(a).tcp[:2], arms[a][1]) < 0.008 for a in arms):
+            remeasure()
+            for a in arms:
+                arms[a][3:5] = refine(arms[a][0], arms[a][3], arms[a][4])
     for arm, (i, s, e, y0, y1, f) in arms.items():
         if LOOKED.get(arm) != i or math.dist(robo.arm(arm).tcp[:2], s) > 0.01:
             arms[arm][3:5] = above(arm, i, s, e, y0, y1)
@@ -390,7 +425,7 @@ def start_pair(moves):
 
 def start_one(i, s, e, y0, y1, arm, f):
     """Above one block (measured again), pads turned, down to grasp height: the (grasp, final) yaws, or None."""
-    y0, y1 = above(arm, i, s, e, y0, y1) if math.dist(robo.arm(arm).tcp[:2], s) > 0.01 else refine(i, y0, y1)
+    y0, y1 = above(arm, i, s, e, y0, y1, park=True) if math.dist(robo.arm(arm).tcp[:2], s) > 0.01 else refine(i, y0, y1)
     if y0 is None:
         return None
     for ya, yb in flips(y0, y1):
