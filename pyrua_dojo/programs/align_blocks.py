@@ -59,7 +59,7 @@ print("set square corners", [np.round(c, 3).tolist() for c in TRI])
 # %% geometry for planning: footprints on the table as convex polygons
 SPACING = 0.06  # centre to centre along the row
 GRASP_Z = TABLE + 0.029  # TCP height of a grasp: the pads' lower edge 4 mm above the table
-SPEED = 0.8  # of a slide
+SPEED = 1.0  # of a slide
 ABOVE_Z = TABLE + 0.10  # above a block: from there its wrist camera measures it (and often a neighbour)
 
 
@@ -355,7 +355,7 @@ def above(arm, i, s, e, y0, y1, park=False):
                 break
     # the other arm, idle above or near this block's slide, goes home in the same motion (the housings meet)
     theirs = robo.arm(other).tcp
-    near = park and min(math.dist(theirs[:2], p) for p in (s, e)) < 0.15
+    near = park and min(math.dist(theirs[:2], p) for p in (s, e)) < 0.12
     spots = [[*HOME[other][:2], ABOVE_Z], [*HOME[other][:2], theirs[2]]] if near else []  # pointing down there
     for z in (ABOVE_Z, ABOVE_Z - 0.02, PRE_Z):  # lower where the arm reaches no higher (not below PRE_Z: the
         # open pads would sweep the blocks on the way)
