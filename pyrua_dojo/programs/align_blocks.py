@@ -203,7 +203,10 @@ def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_lim
         if one is None:
             return None
         arms = [one, one]
-    if not stays or np.linalg.norm(target[fixed] - P[fixed]) > 0.003:
+    near = np.linalg.norm(target[fixed] - P[fixed]) < (0.004 if not stays else 0.003)
+    if not stays and near and wrist[fixed] and abs(wrap(H[fixed] - theta, math.pi / 2)) < math.radians(4):
+        near = stays = True  # on the row already and square to it within 4 deg (measured from above): left alone
+    if not stays or not near:
         movers.append(fixed)  # last, alone
         arms.append(arm_for(P[fixed], ends=[target[fixed]]))
         if arms[-1] is None:
@@ -300,8 +303,8 @@ def free_rows():
     for limit in (math.radians(85), math.pi):  # past the wrist's end only if nothing else works (slow, not blocked)
         if out:
             break
-        for deg in range(-40, 41, 5):
-            th = math.radians(deg)
+        axes = [wrap(H[i], math.pi / 2) for i in range(3) if wrist[i]]  # rows square to a block measured from above
+        for th in [math.radians(deg) for deg in range(-40, 41, 5)] + [a for a in axes if abs(a) <= math.radians(40)]:
             n = np.array([-math.sin(th), math.cos(th)])
             for off in (0.0, -0.015, 0.015, -0.03, 0.03, -0.045, 0.045, -0.06, 0.06):
                 for sp, tight in ((SPACING, False), (SPACING, True), (SPACING + 0.02, False)):
