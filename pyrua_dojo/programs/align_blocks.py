@@ -9,10 +9,16 @@ closed grip, turning the wrist on the way so that it arrives square to the row. 
   about 0.1 deg, so every block is measured again from above before the grasp (no extra motion: the wrists see it
   from the pose above the block).
 - One block measured from above defines the row (its own axis, through its centre) and is not touched at all; the
-  two others are slid onto that row, both arms at once (one after the other where one arm alone reaches them; the
-  grippers' housings kept apart). The pads turn above the blocks, not on the way down (turning there lifts a
+  two others are slid onto that row, both arms at once (one after the other where one arm alone reaches them, the
+  block below it first; the grippers' housings kept apart). The pads turn above the blocks, not on the way down (turning there lifts a
   neighbour), and open less where a neighbour is close. Only where no such row is clear (of the set square, the
-  other blocks, the arms' reach and the wrist's range) is a row chosen freely and all three slide onto it.
+  other blocks, the arms' reach and the wrist's range) is a row chosen freely and all three slide onto it (a block
+  already on it and square to it within 4 deg stays).
+- Arms in each other's way: two arms go above a pair of blocks in one motion (one after the other, the second meets
+  the first), the pair at least 11.5 cm apart; an idle arm near the block the other goes to next parks above its
+  home in the same motion. Transits stay at or above PRE_Z (lower, the open pads sweep a block along), and a slide
+  ends only where the arm can rise 5 cm again (0.48 m from its base; further out it cannot, and the next transit
+  from down there lifts a block).
 The set square is not used: a top-down parallel grip holds it only across its long leg and the hypotenuse, and in
 that wedge grip it slips and turns by 20 degrees or more when the wrist turns it (measured on the twin); a block
 held in a closed grip is squared by the wrist instead. It is measured and kept clear of.
@@ -211,35 +217,45 @@ def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_lim
         arms.append(arm_for(P[fixed], ends=[target[fixed]]))
         if arms[-1] is None:
             return None
-    where = {i: cube_at(P[i], H[i]) for i in range(3)}
-    out = []
-    for n, i in enumerate(movers):
-        together = n == 1 and arms[0] != arms[1]
-        mate = out[0][1:5] if together else None  # the second slides together with the first
-        if together and math.dist(P[i], P[out[0][0]]) < 0.115:  # closer, the arms meet on the way down to them
-            return None
-        obstacles = [TRI] + [where[j] for j in range(3) if j != i and (mate is None or j != out[0][0])]
-        if mate is not None:
-            obstacles.append(cube_at(target[out[0][0]], theta))
-        for yaw0, turn in grasps(i, theta, arms[n], P[i], target[i], wrist_limit):
-            frac = slide_clear(P[i], target[i], yaw0, yaw0 + turn, obstacles, mate)
-            if frac is not None:
-                out.append((i, P[i], target[i], yaw0, yaw0 + turn, arms[n], frac))
-                break
-        else:
-            return None
-        if n == 0 and not (arms[0] != arms[1]):
-            where[i] = cube_at(target[i], theta)
-        if n == 1:
-            where = {j: cube_at(target[j], theta) if j in (out[0][0], i) else where[j] for j in range(3)}
-    return out
+    def slides(movers, arms):
+        where = {i: cube_at(P[i], H[i]) for i in range(3)}
+        out = []
+        for n, i in enumerate(movers):
+            together = n == 1 and arms[0] != arms[1]
+            mate = out[0][1:5] if together else None  # the second slides together with the first
+            if together and math.dist(P[i], P[out[0][0]]) < 0.115:  # closer, the arms meet on the way down to them
+                return None
+            obstacles = [TRI] + [where[j] for j in range(3) if j != i and (mate is None or j != out[0][0])]
+            if mate is not None:
+                obstacles.append(cube_at(target[out[0][0]], theta))
+            for yaw0, turn in grasps(i, theta, arms[n], P[i], target[i], wrist_limit):
+                frac = slide_clear(P[i], target[i], yaw0, yaw0 + turn, obstacles, mate)
+                if frac is not None:
+                    out.append((i, P[i], target[i], yaw0, yaw0 + turn, arms[n], frac))
+                    break
+            else:
+                return None
+            if n == 0 and not (arms[0] != arms[1]):
+                where[i] = cube_at(target[i], theta)
+            if n == 1:
+                where = {j: cube_at(target[j], theta) if j in (out[0][0], i) else where[j] for j in range(3)}
+        return out
+
+    orders = [movers]
+    if arms[0] == arms[1] and LOOKED.get(arms[0]) == movers[1]:  # one arm: the block below it first (no transit)
+        orders.insert(0, [movers[1], movers[0], *movers[2:]])
+    return next((out for out in map(lambda m: slides(m, arms), orders) if out is not None), None)
 
 
 def cost(moves):
     """Distance slid and turned, plus the transits: an arm that must go to a block other than the one below it."""
     c = sum(np.linalg.norm(e - s) + 0.03 * abs(y1 - y0) for _, s, e, y0, y1, *_ in moves)
     c += 0.1 * sum(f < 1 for *_, f in moves)  # opening less first: two steps
-    return c + 0.3 * (sorted(i for i, *_ in moves[:2]) != sorted(LOOKED.values())) + 0.6 * (len(moves) > 2) + 0.5 * (moves[0][5] == moves[1][5])
+    if moves[0][5] == moves[1][5]:  # one arm, one after the other: a transit unless it starts at the block below it
+        c += 0.5 + 0.3 * (LOOKED.get(moves[0][5]) != moves[0][0])
+    else:
+        c += 0.3 * (sorted(i for i, *_ in moves[:2]) != sorted(LOOKED.values()))
+    return c + 0.6 * (len(moves) > 2)
 
 
 # %% go above two blocks at once (the outer two where the arms reach them) and measure them again from there
@@ -359,12 +375,13 @@ def above(arm, i, s, e, y0, y1, park=False):
     # the other arm, idle above or near this block's slide, goes home in the same motion (the housings meet)
     theirs = robo.arm(other).tcp
     near = park and min(math.dist(theirs[:2], p) for p in (s, e)) < 0.12
-    spots = [[*HOME[other][:2], ABOVE_Z], [*HOME[other][:2], theirs[2]]] if near else []  # pointing down there
+    spots = [([*HOME[other][:2], z], yaw) for z in (ABOVE_Z, theirs[2]) for yaw in (robo.arm(other).yaw, 0.0)] if near else []
+    # (pointing down there, turned as now or across the table)
     for z in (ABOVE_Z, ABOVE_Z - 0.02, PRE_Z):  # lower where the arm reaches no higher (not below PRE_Z: the
         # open pads would sweep the blocks on the way)
-        for spot in spots:
+        for spot, yaw in spots:
             mv = [*s, z], spot
-            yaws = {f"{arm}_yaw": y0, f"{other}_yaw": robo.arm(other).yaw}
+            yaws = {f"{arm}_yaw": y0, f"{other}_yaw": yaw}
             m = robo.move_both(*(mv if arm == "left" else mv[::-1]), **yaws, path="joint")
             if m.planned:
                 break
