@@ -10,10 +10,10 @@ closed grip, turning the wrist on the way so that it arrives square to the row. 
   from the pose above the block).
 - One block measured from above defines the row (its own axis, through its centre) and is not touched at all; the
   two others are slid onto that row, both arms at once (one after the other where one arm alone reaches them, the
-  block below it first; the grippers' housings kept apart). The pads turn above the blocks, not on the way down (turning there lifts a
-  neighbour), and open less where a neighbour is close. Only where no such row is clear (of the set square, the
-  other blocks, the arms' reach and the wrist's range) is a row chosen freely and all three slide onto it (a block
-  already on it and square to it within 4 deg stays).
+  block below it first; the grippers' housings kept apart). The pads turn above the blocks, not on the way down
+  (turning there lifts a neighbour), and open less where a neighbour is close. Only where no such row is clear (of
+  the set square, the other blocks, the arms' reach and the wrist's range) is a row chosen freely and all three
+  slide onto it (a block already on it and square to it within 4 deg stays).
 - Arms in each other's way: two arms go above a pair of blocks in one motion (one after the other, the second meets
   the first), the pair at least 11.5 cm apart; an idle arm near the block the other goes to next parks above its
   home in the same motion. Transits stay at or above PRE_Z (lower, the open pads sweep a block along), and a slide
@@ -242,8 +242,9 @@ def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_lim
         return out
 
     orders = [movers]
-    if arms[0] == arms[1] and LOOKED.get(arms[0]) == movers[1]:  # one arm: the block below it first (no transit)
-        orders.insert(0, [movers[1], movers[0], *movers[2:]])
+    if len(arms) == 2 and arms[0] == arms[1] and LOOKED.get(arms[0]) == movers[1]:  # one arm: the block below it
+        # first (no transit; with a third block to move as well, that order measured worse)
+        orders.insert(0, [LOOKED[arms[0]]] + [i for i in movers if i != LOOKED[arms[0]]])
     return next((out for out in map(lambda m: slides(m, arms), orders) if out is not None), None)
 
 
@@ -375,8 +376,8 @@ def above(arm, i, s, e, y0, y1, park=False):
     # the other arm, idle above or near this block's slide, goes home in the same motion (the housings meet)
     theirs = robo.arm(other).tcp
     near = park and min(math.dist(theirs[:2], p) for p in (s, e)) < 0.12
-    spots = [([*HOME[other][:2], z], yaw) for z in (ABOVE_Z, theirs[2]) for yaw in (robo.arm(other).yaw, 0.0)] if near else []
-    # (pointing down there, turned as now or across the table)
+    turns = (robo.arm(other).yaw, 0.0)  # pointing down there, turned as now or across the table
+    spots = [([*HOME[other][:2], z], yaw) for z in (ABOVE_Z, theirs[2]) for yaw in turns] if near else []
     for z in (ABOVE_Z, ABOVE_Z - 0.02, PRE_Z):  # lower where the arm reaches no higher (not below PRE_Z: the
         # open pads would sweep the blocks on the way)
         for spot, yaw in spots:
@@ -460,7 +461,10 @@ def start_one(i, s, e, y0, y1, arm, f):
 def slide_one(i, s, e, arm, ya, yb):
     g1 = robo.close(arm)
     slide = robo.move_to(arm, [*e, GRASP_Z], yaw=yb, speed=SPEED)
-    robo.open(arm, RELEASE)
+    others = [TRI] + [cube_at(p, a) for j, p, e2, *_ in moves if j != i for p, a in ((p, H[j]), (e2, theta))]
+    others += [cube_at(P[j], H[j]) for j in range(3) if j != i]
+    # wide open where that clears the others: the next grasp needs no opening first
+    robo.open(arm, 1.0 if clear(fingers(e, yb, 1.0), others, 0.006) else RELEASE)
     print(f"block {i}: held", g1.held, "slide", slide.reached, slide.reason, robo.steps_left, "steps left")
 
 
