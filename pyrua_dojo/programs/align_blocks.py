@@ -458,13 +458,18 @@ def start_one(i, s, e, y0, y1, arm, f):
     return None
 
 
+def release(arm, i, e, yb):
+    """Let go of block i at e: wide open where that clears the others (where they were and will be), so that the
+    next grasp needs no opening first; else only as far as RELEASE."""
+    others = [TRI] + [cube_at(p, a) for j, p, e2, *_ in moves if j != i for p, a in ((p, H[j]), (e2, theta))]
+    others += [cube_at(P[j], H[j]) for j in range(3) if j != i]
+    robo.open(arm, 1.0 if clear(fingers(e, yb, 1.0), others, 0.006) else RELEASE)
+
+
 def slide_one(i, s, e, arm, ya, yb):
     g1 = robo.close(arm)
     slide = robo.move_to(arm, [*e, GRASP_Z], yaw=yb, speed=SPEED)
-    others = [TRI] + [cube_at(p, a) for j, p, e2, *_ in moves if j != i for p, a in ((p, H[j]), (e2, theta))]
-    others += [cube_at(P[j], H[j]) for j in range(3) if j != i]
-    # wide open where that clears the others: the next grasp needs no opening first
-    robo.open(arm, 1.0 if clear(fingers(e, yb, 1.0), others, 0.006) else RELEASE)
+    release(arm, i, e, yb)
     print(f"block {i}: held", g1.held, "slide", slide.reached, slide.reason, robo.steps_left, "steps left")
 
 
@@ -481,9 +486,14 @@ if pair:
     print("held:", [x.held for x in g], "widths", [x.width_m for x in g])
     slide = robo.move_both([*el, GRASP_Z], [*er, GRASP_Z], left_yaw=yl[1], right_yaw=yr[1], path="line", speed=SPEED)
     print("slide:", slide.reached, slide.reason, slide.steps_used, "steps")
-    robo.open("left", RELEASE)
-    robo.open("right", RELEASE)
     queue = moves[2:]
+    block_of = {mv[5]: mv[0] for mv in moves[:2]}
+    for arm, (e, y) in {"left": (el, yl[1]), "right": (er, yr[1])}.items():
+        i = block_of[arm]
+        if queue and queue[0][5] == arm:  # the arm that moves the third block next
+            release(arm, i, e, y)
+        else:
+            robo.open(arm, RELEASE)
 else:
     slide_one(moves[0][0], moves[0][1], moves[0][2], moves[0][5], *started)
     queue = moves[1:]
