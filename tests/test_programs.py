@@ -38,7 +38,7 @@ def test_align_blocks_program_solves_some_layouts(tmp_path):
     episodes = run(["align_blocks"], layouts=5, seed=0, run_root=tmp_path, progress=False)
     [row] = summarize(episodes)
     assert row["episodes"] == 5
-    # 50 of 50 layouts solved in-process on the twin, all five of these (124 steps on these five;
+    # 50 of 50 layouts solved on the twin (124 steps), all five of these (122 steps on these five;
     # `pyrua-dojo bench programs --tasks align_blocks --layouts 50` for the figure).
     assert row["success_rate"] >= 0.8
     assert float(row["steps_success"]) < 0.7 * 200
