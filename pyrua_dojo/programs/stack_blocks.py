@@ -1,7 +1,7 @@
 """Reference program for stack_blocks: "Stack the three blocks with different textures." (550 steps)
 
 Written as an LLM would write it: look, plan where to build, then pick and place with a check after every step.
-The stack goes up in the free middle of the table near the robot (RoboDojo keeps that area clear of blocks),
+The stack goes up in the middle of the table near the robot, just in front of the area RoboDojo keeps clear of blocks,
 which both arms reach pointing straight down up to about 17 cm: each arm brings the blocks on its own side, so
 no block changes hands.
 """
