@@ -94,11 +94,16 @@ def pick(arm, b, others=()):
     # the fingers close across the lean (so that the same lean can set it down upright).
     lean = outward(arm, [x, y])
     faces = [b.heading + k * math.pi / 2 for k in range(2)]
+
+    def room(a):
+        """Distance from the two fingers (5 cm either side along heading a) to the nearest other block."""
+        fingers = [[x + s * 0.05 * math.cos(a), y + s * 0.05 * math.sin(a)] for s in (1, -1)]
+        return min([math.dist(f, o) for f in fingers for o in others] or [1.0])
+
     chosen = None
     for tilt in (0.0, 0.35, 0.6):
         if tilt == 0:
-            yaws = sorted(faces, key=lambda a: -min([math.dist([x + s * 0.05 * math.cos(a), y + s * 0.05 * math.sin(a)], o)
-                                                     for s in (1, -1) for o in others] or [1.0]))
+            yaws = sorted(faces, key=room, reverse=True)
         else:
             yaws = sorted(faces, key=lambda a: abs(math.sin(a - lean)))
         for yaw in yaws:
