@@ -91,7 +91,12 @@ def line_path(
         t[:3, 3] = p0 + s * (p1 - p0)
         r = arm.ik(t, qs[-1], point=point)
         if not r.converged:
-            return LinePlan(False, np.empty((0, 6)), f"no IK solution {100 * s:.0f}% along the line")
+            if s >= 1.0 or not arm.ik(goal, qs[-1], point=point).converged:
+                return LinePlan(False, np.empty((0, 6)), "the target pose is out of reach (no IK solution there)")
+            return LinePlan(
+                False, np.empty((0, 6)),
+                f"no IK solution {100 * s:.0f}% along the line: the target is reachable, the straight path is not",
+            )
         if float(np.max(np.abs(r.q - qs[-1]))) > 0.35:
             return LinePlan(False, np.empty((0, 6)), f"the line crosses a wrist or elbow flip {100 * s:.0f}% along")
         qs.append(r.q)

@@ -171,6 +171,8 @@ class Perception:
             cy=round(k.cy, 3),
             position=[round(float(v), 4) for v in cam.position],
             forward=[round(float(v), 4) for v in cam.rotation[:, 2]],
+            right=[round(float(v), 4) for v in cam.rotation[:, 0]],
+            down=[round(float(v), 4) for v in cam.rotation[:, 1]],
             moves_with=self.station.cameras[name].arm,
             has_depth=name in obs.depth,
             from_matrices=name in obs.extrinsics and name in obs.intrinsics,
@@ -240,9 +242,10 @@ class Perception:
         found = self._instances(obs, primary, text, min_score)
         if isinstance(found, str) or not found:
             return []
-        return [
+        measured = [
             self._measure(obs, text, primary, inst, len(found), allowed, min_score) for inst in found[:max_objects]
         ]
+        return sorted(measured, key=lambda r: not r.found)  # stable: best score first among the measured
 
     # ------------------------------------------------------------------ internals
     def _allowed(self, cameras: Sequence[str] | None) -> list[str]:

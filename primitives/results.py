@@ -126,7 +126,9 @@ class CameraMeta:
     cx: float
     cy: float
     position: list[float]  # optical centre now, env frame
-    forward: list[float]  # unit optical axis now
+    forward: list[float]  # unit optical axis now (world frame)
+    right: list[float]  # unit world direction of the image's +u (pixel column grows to the right)
+    down: list[float]  # unit world direction of the image's +v (pixel row grows downwards)
     moves_with: str | None  # arm carrying it, None for the head camera
     has_depth: bool  # the station sends depth for this camera
     from_matrices: bool  # pose from RoboDojo's camera matrices (else from calibration + joints)

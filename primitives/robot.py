@@ -361,7 +361,11 @@ class Robo:
     def locate_all(
         self, text: str, *, cameras: Sequence[str] | None = None, min_score: float = 0.3, max_objects: int = 10
     ) -> list[Located]:
-        """Every object matching the description ("block"), each measured as by locate; best score first."""
+        """Every object matching the description ("block"), each measured as by locate; best score first.
+
+        An instance that was segmented but could not be measured comes last, with found=False, xyz=[] and the
+        reason; [] when nothing matched.
+        """
         t0 = time.perf_counter()
         if not isinstance(text, str) or not text.strip():
             raise ValueError("locate_all needs a non-empty description")

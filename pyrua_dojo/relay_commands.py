@@ -170,10 +170,15 @@ def render_end(rd: RelayDir) -> str:
     out = state.get("outcome") or {}
     lines = [f"##### EPISODE ENDED ({rd.path}) #####"]
     lines.append(f"status: {out.get('status')}" + (f" - {out['detail']}" if out.get("detail") else ""))
-    for key in ("success", "score", "steps", "step_limit", "llm_calls", "cells", "reason", "failure", "error",
-                "agent_error", "finish"):
+    for key in ("success", "score", "steps", "agent_steps", "step_limit", "llm_calls", "cells", "reason", "failure",
+                "error", "agent_error", "finish"):
         if out.get(key) is not None:
             lines.append(f"{key}: {json.dumps(out[key]) if isinstance(out[key], (dict, list)) else out[key]}")
+    if out.get("agent_steps") is not None and out.get("steps") is not None and out["steps"] != out["agent_steps"]:
+        lines.append("  (steps: the episode's length as the benchmark ran it; after finish the arms hold still until "
+                     "the benchmark ends the episode. agent_steps: the actions the agent's cells used)")
+    if out.get("last_cell"):
+        lines += ["the episode ended during the last cell; its output:", str(out["last_cell"])]
     if out.get("run_dir") or state.get("run_dir"):
         lines.append(f"run directory: {out.get('run_dir') or state.get('run_dir')}")
     if out.get("transcript"):

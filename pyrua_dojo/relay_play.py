@@ -66,6 +66,11 @@ def end_relay(relay: Relay, agent_dir: Path | None, **episode: Any) -> None:
                            ("agent_error", result.get("error"))):
             if value is not None:
                 outcome[key] = value
+        if isinstance(result.get("steps_used"), int):
+            outcome["agent_steps"] = result["steps_used"]
+        last = _last_cell_text(Path(agent_dir))
+        if last is not None:
+            outcome["last_cell"] = last
         outcome["run_dir"] = str(Path(agent_dir).resolve())
         outcome["transcript"] = str(Path(agent_dir).resolve() / RELAY_DIR / "transcript.md")
     outcome.update({k: v for k, v in episode.items() if v is not None})
@@ -83,6 +88,29 @@ def end_relay(relay: Relay, agent_dir: Path | None, **episode: Any) -> None:
         target = Path(agent_dir) / RELAY_DIR
         if not target.exists() and relay.dir.path != target:
             shutil.copytree(relay.dir.path, target)
+
+
+LAST_CELL_CHARS = 4000
+
+
+def _last_cell_text(agent_dir: Path) -> str | None:
+    """The last cell's output when the episode ended inside it (the model never got that turn's result)."""
+    try:
+        lines = (agent_dir / "turns.jsonl").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            turn = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(turn, dict) or "status" not in turn:
+            continue
+        if turn.get("status") != "episode_finished" or not isinstance(turn.get("text"), str):
+            return None
+        text = turn["text"]
+        return text if len(text) <= LAST_CELL_CHARS else text[:LAST_CELL_CHARS] + "\n[... cut]"
+    return None
 
 
 def play_console(options: Any) -> Any:

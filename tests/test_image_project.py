@@ -107,3 +107,18 @@ def test_project_agrees_with_the_rendering_on_the_table_and_in_the_gripper(twin:
     assert robo.look_at("left", held.tolist(), distance=0.3).planned
     assert "block_0" in _masks(env, robo, "cam_left_wrist")
     _check_camera(env, robo, "cam_left_wrist", "block_0", ("bottom",))
+
+
+@pytest.mark.parametrize("camera", CAMS)
+def test_camera_meta_axes_say_which_way_the_image_grows(twin: tuple[TwinEnv, Robo], camera: str) -> None:
+    """right / down are the world directions of +u / +v: a point moved along them projects right of / below centre."""
+    _, robo = twin
+    meta = robo.camera_meta(camera)
+    f, r, d = (np.array(v) for v in (meta.forward, meta.right, meta.down))
+    assert np.allclose(np.cross(r, d), f, atol=1e-3)  # a right-handed camera frame, z forward
+    ahead = np.array(meta.position) + 0.5 * f
+    (u0, v0), (u1, v1), (u2, v2) = robo.project(camera, [ahead.tolist(), (ahead + 0.05 * r).tolist(),
+                                                         (ahead + 0.05 * d).tolist()])
+    assert abs(u0 - meta.cx) < 1 and abs(v0 - meta.cy) < 1
+    assert u1 > u0 + 10 and abs(v1 - v0) < 1
+    assert v2 > v0 + 10 and abs(u2 - u0) < 1

@@ -50,7 +50,15 @@ def test_line_out_of_reach_is_not_planned():
     arm = X5Kinematics().arm("left")
     q0 = arm.ik_top_down((-0.3, -0.2, 0.9), 0.0).q
     plan = line_path(arm, q0, make_transform(top_down_rotation(0.0), (-0.3, 0.6, 0.8)), LIMITS)
-    assert not plan.ok and "IK" in plan.reason
+    assert not plan.ok and plan.reason == "the target pose is out of reach (no IK solution there)"
+
+
+def test_line_whose_target_is_reachable_says_the_path_is_not():
+    arm = X5Kinematics().arm("left")
+    goal = make_transform(top_down_rotation(np.pi), (-0.3, -0.36, 0.8))  # 9 cm in front of the base
+    assert arm.ik(goal, np.zeros(6), point="tcp").converged  # the target itself is reachable
+    plan = line_path(arm, np.zeros(6), goal, LIMITS)  # from the start pose
+    assert not plan.ok and "along the line: the target is reachable, the straight path is not" in plan.reason
 
 
 def test_speed_must_be_in_range():

@@ -216,3 +216,34 @@ def test_relay_commands_from_the_command_line(tmp_path):
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_end_text_separates_agent_steps_and_shows_the_cell_the_episode_ended_in(tmp_path: Path) -> None:
+    from pyrua_dojo.relay_play import end_relay
+
+    relay = Relay(tmp_path / "r", answer_timeout_s=30).start()
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "result.json").write_text(json.dumps({"status": "episode_ended", "steps_used": 176,
+                                                   "counts": {"llm_calls": 3, "cells": 3}}))
+    turns = [{"status": "ok", "text": "cell 2: ok\nstdout:\nfirst"},
+             {"status": "episode_finished", "text": "cell 3: episode finished (2 s)\nstdout:\nplaced at 0.81"}]
+    (agent / "turns.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
+    end_relay(relay, agent, success=False, steps=200, step_limit=200)
+    text = show(relay.dir.path, wait_s=0).text
+    assert "steps: 200" in text and "agent_steps: 176" in text and "the arms hold still" in text
+    assert "the episode ended during the last cell; its output:" in text and "placed at 0.81" in text
+    assert "first" not in text.split("its output:")[1]
+
+
+def test_end_text_has_no_cell_output_when_the_last_cell_completed(tmp_path: Path) -> None:
+    from pyrua_dojo.relay_play import end_relay
+
+    relay = Relay(tmp_path / "r", answer_timeout_s=30).start()
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "result.json").write_text(json.dumps({"status": "finished", "steps_used": 90}))
+    (agent / "turns.jsonl").write_text(json.dumps({"status": "ok", "text": "cell 1: ok"}) + "\n")
+    end_relay(relay, agent, success=True, steps=90, step_limit=200)
+    text = show(relay.dir.path, wait_s=0).text
+    assert "agent_steps: 90" in text and "its output" not in text and "hold still" not in text
