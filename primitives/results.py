@@ -62,13 +62,13 @@ class MoveCheck:
 
 @dataclass(frozen=True)
 class Descent:
-    """Outcome of a guarded descent."""
+    """Outcome of a guarded descent or guarded move."""
 
     arm: str
     stopped_by: str  # "contact" (the arm lagged its command), "target" (reached the requested z), "no_ik"
     contact: bool
     tcp: list[float]  # measured TCP [x, y, z] where it stopped
-    travelled_m: float  # how far the TCP went down
+    travelled_m: float  # how far the TCP went (down, for a descent; along the motion, for guarded_move)
     steps_used: int  # actions this call spent
     steps_left: int  # of the episode's step limit, after this call
 

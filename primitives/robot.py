@@ -302,8 +302,30 @@ class Robo:
             raise ValueError("descent target must be finite")
         if z_goal >= start[2]:
             raise ValueError(f"descent target z={z_goal:.3f} is not below the TCP (z={start[2]:.3f})")
-        result = self._descend(arm, rot, start, z_goal, speed)
+        result = self._guarded_line(arm, rot, start, np.array([start[0], start[1], z_goal]), speed)
         self._log("descend", {"arm": arm, "z": z, "by": by, "speed": speed}, result, t0, result.steps_used)
+        return result
+
+    def guarded_move(self, arm: str, xyz: Sequence[float], *, speed: float = 0.05) -> Descent:
+        """Guarded straight move, like descend in any direction: the TCP goes toward xyz at a constant `speed`
+        (m/s, 0.005 .. 0.2), orientation kept, and stops at the first contact (the measured TCP lags its command
+        by more than 3 mm along the motion; the arm then stops pressing). For pushing an object sideways without
+        overshooting a stop, or feeling for a surface; a free object that slides along does not count as contact.
+        Result: stopped_by "contact" / "target" / "no_ik", tcp, travelled_m along the motion.
+        """
+        t0 = time.perf_counter()
+        self._check_arm(arm)
+        goal = np.asarray(xyz, dtype=float)
+        if goal.shape != (3,) or not np.all(np.isfinite(goal)):
+            raise ValueError(f"xyz must be 3 finite numbers, got {xyz!r}")
+        if not (isinstance(speed, (int, float)) and 0.005 <= speed <= 0.2):
+            raise ValueError(f"guarded move speed must be within [0.005, 0.2] m/s, got {speed!r}")
+        rot, start = self._tcp_frame(arm, self._cmd_q[arm])
+        if float(np.linalg.norm(goal - start)) < 1e-4:
+            raise ValueError(f"xyz {list(map(float, xyz))} is where the TCP already is")
+        result = self._guarded_line(arm, rot, start, goal, float(speed))
+        self._log("guarded_move", {"arm": arm, "xyz": list(map(float, xyz)), "speed": speed}, result, t0,
+                  result.steps_used)
         return result
 
     def wait(self, steps: int = 5) -> RobotState:
@@ -677,20 +699,22 @@ class Robo:
             steps_left=self.steps_left,
         )
 
-    def _descend(self, arm: str, rot: FloatArray, start: FloatArray, z_goal: float, speed: float) -> Descent:
+    def _guarded_line(self, arm: str, rot: FloatArray, start: FloatArray, goal: FloatArray, speed: float) -> Descent:
+        """Move the TCP from start to goal at constant speed in small chunks, stopping when it lags its command."""
         cfg = self._config
         kin = self._kin.arm(arm)
+        length = float(np.linalg.norm(goal - start))
+        direction = (goal - start) / length
         per_step = speed * 0.04
         steps = 0
-        z_cmd = float(start[2])
+        done = 0.0  # distance commanded so far
         stopped_by = "target"
         while True:
-            n = cfg.descent_chunk_steps
-            zs = [max(z_goal, z_cmd - per_step * (i + 1)) for i in range(n)]
+            ds = [min(length, done + per_step * (i + 1)) for i in range(cfg.descent_chunk_steps)]
             qs = []
             q_prev = self._cmd_q[arm]
-            for zc in zs:
-                r = kin.ik(make_transform(rot, (start[0], start[1], zc)), q_prev, point="tcp")
+            for d in ds:
+                r = kin.ik(make_transform(rot, start + d * direction), q_prev, point="tcp")
                 if not r.converged:
                     stopped_by = "no_ik"
                     break
@@ -699,12 +723,12 @@ class Robo:
             if not qs:
                 break
             steps += self._send({arm: np.array(qs)}, {}, len(qs))
-            z_cmd = zs[len(qs) - 1]
+            done = ds[len(qs) - 1]
             _, tcp = self._measured_tcp(arm)
-            if tcp[2] - z_cmd > cfg.contact_lag_m:
+            if float(np.dot(start + done * direction - tcp, direction)) > cfg.contact_lag_m:
                 stopped_by = "contact"
                 break
-            if stopped_by == "no_ik" or z_cmd <= z_goal + 1e-9:
+            if stopped_by == "no_ik" or done >= length - 1e-9:
                 break
         if stopped_by == "contact":
             # Stop pressing: command the pose where the TCP actually is.
@@ -718,7 +742,7 @@ class Robo:
             stopped_by=stopped_by,
             contact=stopped_by == "contact",
             tcp=[round(float(v), 4) for v in tcp],
-            travelled_m=round(float(start[2] - tcp[2]), 4),
+            travelled_m=round(float(np.dot(tcp - start, direction)), 4),
             steps_used=steps,
             steps_left=self.steps_left,
         )

@@ -88,6 +88,50 @@ def test_descent_to_a_height_in_free_space_reports_target(station_env):
     assert d.travelled_m == pytest.approx(0.05, abs=0.004)
 
 
+def test_guarded_move_sideways_in_free_space_reaches_its_target(station_env):
+    _, _, robo = station_env
+    assert robo.move_to("right", [0.15, -0.25, 0.9], yaw=0.0, path="joint").reached
+    g = robo.guarded_move("right", [0.25, -0.20, 0.9], speed=0.1)
+    assert g.stopped_by == "target" and not g.contact
+    assert np.allclose(g.tcp, [0.25, -0.20, 0.9], atol=0.003)
+    assert g.travelled_m == pytest.approx(math.hypot(0.10, 0.05), abs=0.004)
+
+
+def test_guarded_move_slanting_into_the_table_stops_at_the_contact(station_env):
+    _, bridge, robo = station_env
+    assert robo.move_to("right", [0.15, -0.25, 0.83], yaw=0.0, path="joint").reached
+    robo.close("right")
+    g = robo.guarded_move("right", [0.25, -0.25, 0.73], speed=0.05)  # 45 deg down: the table is in the way
+    assert g.stopped_by == "contact" and g.contact
+    assert abs(g.tcp[2] - (STATION.table.top_z + PAD_HALF)) < 0.006
+    assert g.tcp[0] < 0.25 - 0.05  # it stopped early instead of sliding along the table
+    assert max(bridge.lags) < LAG_BOUND_RAD
+
+
+def test_guarded_move_pushes_a_free_block_along(station_env):
+    env, _, robo = station_env
+    block = env.truth(0).object_poses()["block_0"]
+    robo.close("right")
+    side = np.array([block[0] - 0.08, block[1], STATION.table.top_z + 0.045])  # fingertips 2 cm above the table
+    assert robo.move_to("right", (side + [0.0, 0.0, 0.08]).tolist(), yaw=0.0, path="joint").reached
+    assert robo.move_to("right", side.tolist(), yaw=0.0).reached
+    g = robo.guarded_move("right", (side + [0.10, 0.0, 0.0]).tolist(), speed=0.05)
+    moved = env.truth(0).object_poses()["block_0"][:3] - block[:3]
+    assert g.stopped_by == "target"  # a sliding block does not stop it
+    assert moved[0] > 0.03 and abs(moved[1]) < 0.02
+
+
+def test_guarded_move_rejects_bad_arguments(station_env):
+    _, _, robo = station_env
+    with pytest.raises(ValueError, match="speed"):
+        robo.guarded_move("left", [0.0, 0.0, 0.9], speed=1.0)
+    with pytest.raises(ValueError, match="3 finite numbers"):
+        robo.guarded_move("left", [0.0, 0.0])
+    here = robo.arm("left").tcp
+    with pytest.raises(ValueError, match="where the TCP already is"):
+        robo.guarded_move("left", here)
+
+
 def test_closing_on_a_block_is_held_and_closing_on_nothing_is_not(station_env):
     env, _, robo = station_env
     block = env.truth(0).object_poses()["block_0"]
