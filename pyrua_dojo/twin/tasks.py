@@ -300,7 +300,7 @@ def _rearrange_rows() -> tuple:
     return REARRANGE_ROWS
 
 
-def _precision_spec(name: str, layout_fn: LayoutFn, program_fn: ProgramFn, has_score: bool) -> TaskSpec:
+def _catalogued_spec(name: str, layout_fn: LayoutFn, program_fn: ProgramFn, has_score: bool) -> TaskSpec:
     """A twin task whose step limit, episode count, dimension and back-to-origin flag are the catalogue's."""
     from pyrua_dojo.catalog import get_task as catalogued
 
@@ -309,17 +309,22 @@ def _precision_spec(name: str, layout_fn: LayoutFn, program_fn: ProgramFn, has_s
                     c.back_to_origin)
 
 
+#: (task, layout, program, has a process score) of the tasks defined in this module.
+BLOCK_TASKS: tuple[tuple[str, LayoutFn, ProgramFn, bool], ...] = (
+    ("stack_blocks", _stack_layout(False), _stack_program(False), True),
+    ("stack_blocks_random", _stack_layout(True), _stack_program(True), True),
+    ("stack_blocks_by_language", _language_layout, _language_program, True),
+    ("general_pickup", _pickup_layout, _pickup_program, False),
+    ("cover_blocks", _cover_layout, _cover_program, True),
+    ("align_blocks", _align_layout, _align_program, False),
+)
+
 TASKS: Mapping[str, TaskSpec] = {
     t.name: t
     for t in (
-        TaskSpec("stack_blocks", "Generalization", 550, 25, _stack_layout(False), _stack_program(False), True, True),
-        TaskSpec("stack_blocks_random", "Generalization", 550, 25, _stack_layout(True), _stack_program(True), True, True),
-        TaskSpec("stack_blocks_by_language", "Open", 400, 50, _language_layout, _language_program, True, True),
-        TaskSpec("general_pickup", "Open", 200, 50, _pickup_layout, _pickup_program, False, False),
-        TaskSpec("cover_blocks", "Memory", 800, 50, _cover_layout, _cover_program, True, True),
-        TaskSpec("align_blocks", "Open", 200, 50, _align_layout, _align_program, False, True),
-        *(_precision_spec(*row) for row in _precision_rows()),
-        *(_precision_spec(*row) for row in _rearrange_rows()),
+        *(_catalogued_spec(*row) for row in BLOCK_TASKS),
+        *(_catalogued_spec(*row) for row in _precision_rows()),
+        *(_catalogued_spec(*row) for row in _rearrange_rows()),
     )
 }
 
