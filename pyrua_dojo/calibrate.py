@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import os
 import sys
 import threading
 import time
@@ -40,6 +39,7 @@ from primitives.errors import CancelToken, EpisodeFinished
 from primitives.kinematics import X5Kinematics
 from primitives.motion import Limits, joint_path
 from pyrua_dojo.trace import RunTrace, jsonable, read_jsonl, write_json_atomic
+from pyrua_dojo.files import replacing
 
 if TYPE_CHECKING:
     from primitives.robot import Robo
@@ -557,14 +557,9 @@ def write_calibration_file(
     body = yaml.dump(doc, Dumper=_CalibrationDumper, sort_keys=False, default_flow_style=False, width=120)
     text = comment + body
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
+    with replacing(out) as tmp:
         tmp.write_text(text, encoding="utf-8")
         load_station(tmp)  # refuses anything the station loader would refuse
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return out
 
 

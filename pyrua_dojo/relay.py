@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from pyrua_dojo.files import create_once, write_atomic
 
 __all__ = [
     "ANSWER_TIMEOUT_S",
@@ -52,31 +53,6 @@ _POLL_S = 0.1
 
 def _now() -> float:
     return time.time()
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def create_once(path: Path, data: bytes) -> bool:
-    """Write `path` unless it exists (atomic across processes); False if it already existed."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    try:
-        os.link(tmp, path)
-        return True
-    except FileExistsError:
-        return False
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _image_size(data: bytes) -> tuple[int, int] | None:

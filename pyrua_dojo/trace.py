@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 import numpy as np
+from pyrua_dojo.files import write_atomic
 
 __all__ = [
     "RESULT_SCHEMA",
@@ -97,13 +98,7 @@ def _dumps(obj: Any) -> str:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write `data` as JSON to `path` via a temporary file and a rename, so a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json.dumps(jsonable(data), ensure_ascii=False, allow_nan=False, indent=2))
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(jsonable(data), ensure_ascii=False, allow_nan=False, indent=2) + "\n")
 
 
 def read_jsonl(path: Path | str) -> list[dict[str, Any]]:

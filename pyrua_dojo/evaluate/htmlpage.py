@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from pyrua_dojo.files import write_atomic
 
 __all__ = ["ImageRef", "MIME_TYPES", "Page", "esc", "fmt_num", "pretty_json", "table"]
 
@@ -152,13 +153,7 @@ class Page:
     def write(self) -> Path:
         """Write the page atomically (temporary file, then rename); returns its path."""
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.out.with_name(f".{self.out.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(self.html(), encoding="utf-8")
-            os.replace(tmp, self.out)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        write_atomic(self.out, self.html())
         return self.out
 
 

@@ -18,7 +18,6 @@ Agg canvas through `Figure` objects (no pyplot state), so reports can be built f
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 from collections import Counter, defaultdict
@@ -50,6 +49,7 @@ from pyrua_dojo.evaluate.results import (
     scan_results,
 )
 from pyrua_dojo.evaluate.summarize import PolicySummary, summarize_tree
+from pyrua_dojo.files import replacing
 
 __all__ = [
     "ANCHORS",
@@ -248,13 +248,8 @@ def _figure(width: float, height: float) -> Any:
 
 
 def _save(fig: Any, path: Path) -> Path:
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.png")
-    try:
+    with replacing(path, suffix=".png") as tmp:
         fig.savefig(tmp, format="png")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path
 
 

@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+from pyrua_dojo.files import write_atomic
 
 __all__ = [
     "AGENT_RECORD_FILE",
@@ -378,16 +379,7 @@ def _validate_episode(layout_id: int, success: bool, score: float) -> None:
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic(path, text)
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -39,6 +39,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, TextIO
 
+from pyrua_dojo.files import create_once
 from pyrua_dojo.evaluate.results import (
     BENCHMARK,
     EPISODES_DIR,
@@ -669,17 +670,7 @@ def _write_eval_files(settings: EvalSettings, plan: EvalPlan) -> None:
             "created_at": time.time(),
             "note": "written by pyrua-dojo eval; a resumed run must have the same identity",
         }
-        tmp = loc.path / f".{EVAL_FILE}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "x", encoding="utf-8") as f:
-                f.write(json.dumps(data, indent=2) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.link(tmp, loc.path / EVAL_FILE)  # fails if another shard or worker wrote it first
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink(missing_ok=True)
+        create_once(loc.path / EVAL_FILE, json.dumps(data, indent=2) + "\n")  # another shard may have won
 
 
 def _booked(plan: EvalPlan) -> dict[EpisodeKey, EpisodeResult]:

@@ -50,6 +50,7 @@ from pyrua_dojo.twin.taskenv import EnvAccessError, TaskEnvView, ViewState
 from pyrua_dojo.twin.tasks import get_task
 from pyrua_dojo.twin.videos import EpisodeVideos, check_video_support
 from pyrua_dojo.wire import ErrorCode, ModelClient, WireError
+from pyrua_dojo.files import write_atomic
 
 __all__ = [
     "CONFIG_NAME",
@@ -517,9 +518,7 @@ class TwinEvalClient:
             "unless the run used on_error=skip), env attributes a deploy.py reached for, and layouts not booked. "
             "RoboDojo writes no such file: it skips an errored layout without booking it."
         )
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def _describe(r: EpisodeReport) -> str:
