@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyrua_dojo.relay import ANSWER_TIMEOUT_S, Relay, RelayDir, create_once, decode_data_url
+from pyrua_dojo.files import create_once
+from pyrua_dojo.relay import ANSWER_TIMEOUT_S, Relay, RelayDir, decode_data_url
 
 __all__ = ["ShowResult", "console_loop", "find_relays", "reply", "run_cli", "show"]
 
