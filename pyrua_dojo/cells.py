@@ -38,6 +38,7 @@ import numpy as np
 import primitives
 from primitives.errors import CancelToken, CellInterrupted, EpisodeFinished
 from primitives.results import CapturedImage
+from pyrua_dojo.images import encode_image
 from pyrua_dojo.sandbox import PreparedCode, Sandbox, SandboxRefusal
 
 __all__ = [
@@ -818,32 +819,15 @@ class CellExecutor:
         return tuple(out), notes
 
     def _encode(self, image: CapturedImage, number: int) -> ImageAttachment:
-        import cv2
-
-        array = _as_image(image.image)
-        height, width = array.shape[:2]
-        limit = self.config.image_max_side
-        if limit is not None and max(height, width) > limit:
-            scale = limit / max(height, width)
-            width, height = max(1, round(width * scale)), max(1, round(height * scale))
-            array = cv2.resize(array, (width, height), interpolation=cv2.INTER_AREA)
-        if array.ndim == 3:
-            array = cv2.cvtColor(array, cv2.COLOR_RGB2BGR)
-        if self.config.image_format == "jpeg":
-            ok, buffer = cv2.imencode(".jpg", array, [cv2.IMWRITE_JPEG_QUALITY, self.config.jpeg_quality])
-            mime = "image/jpeg"
-        else:
-            ok, buffer = cv2.imencode(".png", array)
-            mime = "image/png"
-        if not ok:
-            raise ValueError("OpenCV could not encode the image")
+        data, mime, width, height = encode_image(_as_image(image.image), fmt=self.config.image_format,
+                                                 quality=self.config.jpeg_quality, max_side=self.config.image_max_side)
         label = f"image {number}: {image.source}"
         if image.step >= 0:
             label += f" @ step {image.step}"
         if image.label:
             label += f" ({image.label})"
         return ImageAttachment(label=label, source=image.source, step=image.step, mime=mime,
-                               data=buffer.tobytes(), width=width, height=height)
+                               data=data, width=width, height=height)
 
 
 # ---------------------------------------------------------------------------------------------------- bench

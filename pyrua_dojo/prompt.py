@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from primitives.results import CapturedImage
+from pyrua_dojo.images import encode_image
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -36,7 +37,6 @@ __all__ = [
     "TaskCard",
     "api_reference",
     "build_prompt",
-    "encode_image",
     "estimate_tokens",
     "load_text",
     "referenced_types",
@@ -340,44 +340,6 @@ def robo_api_reference() -> str | None:
         if dataclasses.is_dataclass(t) and t.__module__.startswith("primitives") and t is not CapturedImage
     ]
     return api_reference(robo_cls, rtypes)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Images
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def encode_image(
-    image: np.ndarray,
-    *,
-    fmt: Literal["jpeg", "png"] = "jpeg",
-    quality: int = 85,
-    max_side: int | None = 640,
-) -> tuple[bytes, str, int, int]:
-    """Encode an RGB uint8 HxWx3 array (downscaled so its longer side is at most `max_side`); returns
-    (bytes, mime, width, height)."""
-    import cv2
-
-    arr = np.asarray(image)
-    if arr.ndim != 3 or arr.shape[2] != 3 or arr.dtype != np.uint8:
-        raise ValueError(f"an image must be uint8 HxWx3 RGB, got {arr.dtype} {arr.shape}")
-    h, w = arr.shape[:2]
-    if max_side is not None and max(h, w) > max_side:
-        scale = max_side / max(h, w)
-        w, h = max(1, round(w * scale)), max(1, round(h * scale))
-        arr = cv2.resize(arr, (w, h), interpolation=cv2.INTER_AREA)
-    bgr = cv2.cvtColor(arr, cv2.COLOR_RGB2BGR)
-    if fmt == "jpeg":
-        ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
-        mime = "image/jpeg"
-    elif fmt == "png":
-        ok, buf = cv2.imencode(".png", bgr)
-        mime = "image/png"
-    else:
-        raise ValueError(f"image format must be 'jpeg' or 'png', got {fmt!r}")
-    if not ok:
-        raise ValueError("image encoding failed")
-    return buf.tobytes(), mime, w, h
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -15,13 +15,13 @@ import pytest
 from primitives.results import CapturedImage
 from pyrua_dojo.catalog import TASKS
 from pyrua_dojo.cli import main as cli_main
+from pyrua_dojo.images import encode_image
 from pyrua_dojo.prompt import (
     CORE_TOKEN_BUDGET,
     PromptOptions,
     TaskCard,
     api_reference,
     build_prompt,
-    encode_image,
     estimate_tokens,
     load_text,
     referenced_types,

@@ -1,0 +1,39 @@
+"""Images for the LLM: one encoder for the task card's camera views and the images a cell captures."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+
+def encode_image(
+    image: np.ndarray,
+    *,
+    fmt: Literal["jpeg", "png"] = "jpeg",
+    quality: int = 85,
+    max_side: int | None = 640,
+) -> tuple[bytes, str, int, int]:
+    """Encode a uint8 image, RGB HxWx3 or grey HxW, downscaled so that its longer side is at most `max_side`;
+    returns (bytes, mime type, width, height)."""
+    import cv2  # here, not at the top: a cell kernel is ready before OpenCV has loaded
+
+    arr = np.asarray(image)
+    if arr.dtype != np.uint8 or not (arr.ndim == 2 or (arr.ndim == 3 and arr.shape[2] == 3)) or 0 in arr.shape:
+        raise ValueError(f"an image must be uint8 HxWx3 RGB or HxW grey, got {arr.dtype} {arr.shape}")
+    if fmt not in ("jpeg", "png"):
+        raise ValueError(f"image format must be 'jpeg' or 'png', got {fmt!r}")
+    h, w = arr.shape[:2]
+    if max_side is not None and max(h, w) > max_side:
+        scale = max_side / max(h, w)
+        w, h = max(1, round(w * scale)), max(1, round(h * scale))
+        arr = cv2.resize(arr, (w, h), interpolation=cv2.INTER_AREA)
+    if arr.ndim == 3:
+        arr = cv2.cvtColor(arr, cv2.COLOR_RGB2BGR)
+    if fmt == "jpeg":
+        ok, buf = cv2.imencode(".jpg", arr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    else:
+        ok, buf = cv2.imencode(".png", arr)
+    if not ok:
+        raise ValueError("OpenCV could not encode the image")
+    return buf.tobytes(), ("image/jpeg" if fmt == "jpeg" else "image/png"), w, h
