@@ -55,8 +55,8 @@ class RoboConfig:
 class Robo:
     """The dual ARX X5 station. Arms are "left" and "right"; positions are env-frame metres [x, y, z].
 
-    Frame: z up (table top z = 0.765), the arms face +y; the left base is at (-0.3, -0.45), the right at
-    (0.3, -0.45). Angles are radians. Every action is one 40 ms step of the task's step limit, spent only
+    Frame: z up (table top z = ${table_z}), the arms face +y; the left base is at ${left_base}, the right at
+    ${right_base}. Angles are radians. Every action is one ${step_ms} ms step of the task's step limit, spent only
     while something moves; reading state and images costs no step. Measured failures come back as results
     (reached=False, held=False, found=False); bad arguments raise ValueError before anything moves; when the
     episode ends, any call that would move raises EpisodeFinished.
@@ -64,7 +64,6 @@ class Robo:
 
     ARMS: tuple[str, str] = ARMS
     CAMERAS: tuple[str, str, str] = CAMERAS
-    TABLE_Z: float = 0.765
     OPEN: float = 1.0
     CLOSED: float = 0.0
 
@@ -103,6 +102,11 @@ class Robo:
         self._upper = station.x5.upper
 
     # ------------------------------------------------------------------ state (no steps)
+    @property
+    def TABLE_Z(self) -> float:  # noqa: N802 (a constant of the station, named as one)
+        """Height z of the table top in this station (m)."""
+        return float(self._station.table.top_z)
+
     @property
     def steps_used(self) -> int:
         """Actions executed so far in this episode."""
@@ -285,7 +289,7 @@ class Robo:
     def descend(self, arm: str, *, z: float | None = None, by: float | None = None, speed: float = 0.05) -> Descent:
         """Guarded descent: lower the TCP straight down until contact, or until it reaches z (or goes down `by` m).
 
-        Contact = the measured TCP lags its command by more than 3 mm (the arm is stiff, so lag means
+        Contact = the measured TCP lags its command by more than ${contact_lag_mm} mm (the arm is stiff, so lag means
         something blocks it); the arm then stops pressing. A held object slips up in the grip before the arm
         lags, so when setting one down aim z a few mm below the expected contact, not deeper. speed is in m/s
         (0.005 .. 0.2).
@@ -309,7 +313,7 @@ class Robo:
     def guarded_move(self, arm: str, xyz: Sequence[float], *, speed: float = 0.05) -> Descent:
         """Guarded straight move, like descend in any direction: the TCP goes toward xyz at a constant `speed`
         (m/s, 0.005 .. 0.2), orientation kept, and stops at the first contact (the measured TCP lags its command
-        by more than 3 mm along the motion; the arm then stops pressing). For pushing an object sideways without
+        by more than ${contact_lag_mm} mm along the motion; the arm then stops pressing). For pushing an object sideways without
         overshooting a stop, or feeling for a surface; a free object that slides along does not count as contact.
         Result: stopped_by "contact" / "target" / "no_ik", tcp, travelled_m along the motion.
         """
@@ -340,7 +344,7 @@ class Robo:
 
     # ------------------------------------------------------------------ gripper
     def open(self, arm: str, fraction: float = 1.0) -> Grip:
-        """Open the gripper (fraction 1.0 = fully open, 0.088 m between the pads)."""
+        """Open the gripper (fraction 1.0 = fully open, ${max_opening_m} m between the pads)."""
         t0 = time.perf_counter()
         self._check_arm(arm)
         if not (isinstance(fraction, (int, float)) and 0.0 <= fraction <= 1.0):
@@ -350,7 +354,7 @@ class Robo:
         return result
 
     def close(self, arm: str) -> Grip:
-        """Close the gripper. held=True when an object stopped the fingers (value stays 0.05 above the command)."""
+        """Close the gripper. held=True when an object stopped the fingers (value stays ${held_threshold} above the command)."""
         t0 = time.perf_counter()
         self._check_arm(arm)
         result = self._grip(arm, 0.0)

@@ -30,7 +30,7 @@ from pyrua_dojo.catalog import get_task
 from pyrua_dojo.kernel.host import KernelExecutor
 from pyrua_dojo.config import PolicyConfig
 from pyrua_dojo.llm.types import Planner
-from pyrua_dojo.prompt import TaskCard, build_prompt, robo_api_reference
+from pyrua_dojo.prompt import TaskCard, build_prompt, robo_api_reference, station_facts
 from pyrua_dojo.trace import RunTrace
 
 class EpisodeRunner(Protocol):
@@ -136,7 +136,8 @@ class Episode:
                 step_limit=spec_limit,
                 seed=config.seed,
             )
-            prompt = build_prompt(card, api=robo_api_reference(), options=config.prompt)
+            prompt = build_prompt(card, api=robo_api_reference(station), options=config.prompt,
+                                  facts=station_facts(station))
             self.agent: EpisodeRunner
             if config.planner == "calibrate":
                 from pyrua_dojo.calibrate import CalibrationRoutine

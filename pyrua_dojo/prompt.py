@@ -22,12 +22,16 @@ import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from primitives.results import CapturedImage
 from pyrua_dojo.images import encode_image
+
+if TYPE_CHECKING:
+    from calibration.station import Station
+    from primitives.robot import RoboConfig
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -42,6 +46,7 @@ __all__ = [
     "referenced_types",
     "render",
     "robo_api_reference",
+    "station_facts",
     "run_cli",
 ]
 
@@ -321,9 +326,48 @@ def referenced_types(robot_cls: type, namespace: Mapping[str, Any]) -> tuple[typ
     return tuple(found.values())
 
 
-def robo_api_reference() -> str | None:
-    """The API reference of the real `primitives.robot.Robo` and the result types it uses, or None while that
-    class does not exist yet."""
+def station_facts(station: Station | None = None, config: RoboConfig | None = None) -> dict[str, str]:
+    """The numbers the API reference and the operating notes state, each read from its one owner: the station
+    (the agent's calibration; default the packaged one) or the primitives' configuration."""
+    from calibration import load_station
+    from primitives.motion import STEP_S
+    from primitives.robot import RoboConfig
+
+    station = station if station is not None else load_station()
+    config = config if config is not None else RoboConfig()
+    t = station.table
+
+    def base(arm: str) -> str:
+        x, y, _ = station.arms[arm].base_position
+        return f"({x:g}, {y:g})"
+
+    return {
+        "table_z": f"{t.top_z:g}",
+        "table_x": "{:g}..{:g}".format(*t.x_range),
+        "table_y": "{:g}..{:g}".format(*t.y_range),
+        "left_base": base("left"),
+        "right_base": base("right"),
+        "step_ms": f"{1000 * STEP_S:g}",
+        "reach_mm": f"{1000 * config.reach_tolerance_m:g}",
+        "reach_deg": f"{config.reach_tolerance_deg:g}",
+        "contact_lag_mm": f"{1000 * config.contact_lag_m:g}",
+        "held_threshold": f"{config.held_threshold:g}",
+        "max_opening_m": f"{station.x5.gripper.max_width:.3f}",
+        "max_opening_mm": f"{1000 * station.x5.gripper.max_width:.0f}",
+    }
+
+
+def fill_facts(text: str, facts: Mapping[str, str], where: str) -> str:
+    """`text` with its `${fact}` placeholders filled; an unknown one raises ValueError (never a silent gap)."""
+    try:
+        return string.Template(text).substitute(facts)
+    except KeyError as exc:
+        raise ValueError(f"{where} names an unknown station fact ${{{exc.args[0]}}}") from None
+
+
+def robo_api_reference(station: Station | None = None, config: RoboConfig | None = None) -> str | None:
+    """The API reference of the real `primitives.robot.Robo` and the result types it uses, its numbers taken from
+    `station` and `config` (see station_facts), or None while that class does not exist yet."""
     try:
         from primitives import robot as robot_module
     except ImportError:
@@ -339,7 +383,7 @@ def robo_api_reference() -> str | None:
         for t in referenced_types(robo_cls, namespace)
         if dataclasses.is_dataclass(t) and t.__module__.startswith("primitives") and t is not CapturedImage
     ]
-    return api_reference(robo_cls, rtypes)
+    return fill_facts(api_reference(robo_cls, rtypes), station_facts(station, config), "the Robo API reference")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -450,9 +494,16 @@ class Prompt:
 _CARD_MARK = "=== first user message: task card ==="
 
 
-def build_prompt(card: TaskCard, *, api: str | None, options: PromptOptions = PromptOptions()) -> Prompt:
-    """Assemble the prompt. `api` is the API reference text (`api_reference(...)`); None states that it is
-    unavailable (only for inspecting texts before the robot class exists)."""
+def build_prompt(
+    card: TaskCard,
+    *,
+    api: str | None,
+    options: PromptOptions = PromptOptions(),
+    facts: Mapping[str, str] | None = None,
+) -> Prompt:
+    """Assemble the prompt. `api` is the API reference text (`robo_api_reference(...)`); None states that it is
+    unavailable (only for inspecting texts before the robot class exists). `facts`: the station's numbers the
+    notes state (`station_facts(...)`; default the packaged station's)."""
     from pyrua_dojo.cells import ImageAttachment
 
     images_text = load_text("contract_images" if options.images else "contract_no_images")
@@ -467,7 +518,8 @@ def build_prompt(card: TaskCard, *, api: str | None, options: PromptOptions = Pr
     api_text = "# API reference (the `robo` object)\n\n" + (
         api if api is not None else "(unavailable: the robot class could not be imported)"
     )
-    notes = render("notes", measuring=load_text("measure_depth" if options.depth else "measure_rgb"))
+    notes = render("notes", measuring=load_text("measure_depth" if options.depth else "measure_rgb"),
+                   **(facts if facts is not None else station_facts()))
     judging = load_text("judging")
     system = "\n\n".join([contract, api_text, notes, judging])
 

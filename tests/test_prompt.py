@@ -270,3 +270,29 @@ def test_prompt_command_rejects_an_unknown_task(capsys):
     assert cli_main(["prompt", "--task", "stak_blocks"]) == 2
     assert "did you mean stack_blocks" in capsys.readouterr().err
     assert cli_main(["prompt", "--task", "general_pickup", "--instruction", "Pick up the red mug by 10 cm.", "--size-only"]) == 0
+
+
+def test_the_api_reference_and_notes_take_their_numbers_from_the_station_and_config() -> None:
+    """One owner per fact: move the table and a base, widen the reach tolerance; the texts follow, none is left
+    unfilled."""
+    import dataclasses
+
+    from calibration import load_station
+    from primitives.robot import RoboConfig
+    from pyrua_dojo.prompt import station_facts
+
+    packaged = load_station()
+    station = dataclasses.replace(
+        packaged,
+        table=dataclasses.replace(packaged.table, top_z=0.8),
+        arms={**packaged.arms, "left": dataclasses.replace(packaged.arms["left"], base_position=(-0.31, -0.46, 0.8))},
+    )
+    api = robo_api_reference(station, RoboConfig(reach_tolerance_m=0.007))
+    assert api is not None and "$" not in api
+    assert "table top z = 0.8)" in api and "left base is at (-0.31, -0.46)" in api and "within 7 mm and 3 deg" in api
+    assert "0.765" not in api and "(-0.3, -0.45)" not in api
+    card = TaskCard.for_task("stack_blocks", "stack the blocks", images=[], step_limit=550, seed=0)
+    system = build_prompt(card, api=api, facts=station_facts(station)).system
+    assert "Table top: z = 0.8;" in system and "at left (-0.31, -0.46) and right (0.3, -0.45)" in system
+    default = build_prompt(card, api=robo_api_reference()).system
+    assert "Table top: z = 0.765;" in default and "the pads open to 88 mm apart" in default
