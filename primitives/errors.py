@@ -12,13 +12,16 @@ import threading
 class EpisodeFinished(BaseException):
     """The episode is over (success, step limit, failure, reset or budget); no further motion is possible.
 
-    `reason` is one of: "success", "step_limit", "failed", "reset", "budget", "cancelled".
+    `reason` is one of: "success", "step_limit", "failed", "reset", "budget", "cancelled". `ran`: how many actions
+    of the chunk being exchanged the station had received when the episode ended (they count against the step
+    limit; a benchmark that ends the episode partway through a chunk skips the rest, so this is an upper bound).
     """
 
-    def __init__(self, reason: str, detail: str = "") -> None:
+    def __init__(self, reason: str, detail: str = "", *, ran: int = 0) -> None:
         super().__init__(f"episode finished: {reason}" + (f" ({detail})" if detail else ""))
         self.reason = reason
         self.detail = detail
+        self.ran = int(ran)
 
 
 class CellInterrupted(BaseException):

@@ -109,7 +109,7 @@ class Robo:
 
     @property
     def steps_used(self) -> int:
-        """Actions executed so far in this episode."""
+        """Actions sent to the station so far in this episode (including a chunk the episode ended during)."""
         return self._steps
 
     @property
@@ -791,7 +791,11 @@ class Robo:
         validate_chunk(chunk, self._lower, self._upper)
         for arm in joint_paths:
             self._cmd_q[arm] = np.array(rows[arm], dtype=float)
-        raw = self._bridge.exchange(chunk)
+        try:
+            raw = self._bridge.exchange(chunk)
+        except EpisodeFinished as end:
+            self._steps += min(n, max(0, end.ran))  # the station ran them (or began to) before the episode ended
+            raise
         self._steps += n
         self._obs = Observation.from_robodojo(raw, self._steps)
         self._cancel.check()

@@ -119,7 +119,9 @@ class StepBridge:
             self._cond.notify_all()
             while self._obs is None:
                 if self._ended is not None:
-                    raise self._ended
+                    taken = self._chunk is None  # get_action handed it to the benchmark before the end
+                    self._chunk = None
+                    raise EpisodeFinished(self._ended.reason, self._ended.detail, ran=len(chunk) if taken else 0)
                 if self._cancel.cancelled:
                     self._chunk = None
                     self._cancel.check()
@@ -208,12 +210,12 @@ class EnvBridge:
     def exchange(self, chunk: Sequence[Action]) -> Mapping[str, Any]:
         if not chunk:
             raise ValueError("an action chunk must hold at least one action")
-        for action in chunk:
+        for ran, action in enumerate(chunk):
             self._cancel.check()
             if self._env.is_episode_end():
-                raise EpisodeFinished("ended")
+                raise EpisodeFinished("ended", ran=ran)
             self._env.take_action(action)
             self.actions_sent += 1
         if self._env.is_episode_end():
-            raise EpisodeFinished("ended")
+            raise EpisodeFinished("ended", ran=len(chunk))
         return self._env.get_obs()

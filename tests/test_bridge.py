@@ -89,6 +89,50 @@ def test_end_wakes_a_waiting_agent_with_episode_finished():
     assert cancel.cancelled
 
 
+def test_the_end_says_how_many_actions_of_the_waiting_chunk_the_benchmark_received():
+    """A chunk get_action handed out before the end counts (the judge ran it); one still waiting does not."""
+    for handed_out in (True, False):
+        bridge = StepBridge(CancelToken(), obs(0))
+        ran = []
+
+        def agent() -> None:
+            try:
+                bridge.exchange([act(1), act(1), act(1)])
+            except EpisodeFinished as exc:
+                ran.append(exc.ran)
+
+        t = threading.Thread(target=agent)
+        t.start()
+        if handed_out:
+            while len(bridge.on_infer(obs(0))) != 3:  # the first INFER may come before the agent's chunk
+                pass
+        else:
+            time.sleep(0.3)
+        bridge.end("reset")
+        t.join(2)
+        assert ran == [3 if handed_out else 0]
+
+
+def test_robo_counts_the_chunk_the_episode_ended_during() -> None:
+    """Robo.steps_used agrees with the judge when the episode ends inside a motion (in-process env)."""
+    from calibration import load_station
+    from primitives.robot import Robo
+    from pyrua_dojo.bridge import EnvBridge
+    from pyrua_dojo.twin.env import TwinEnv
+
+    env = TwinEnv()
+    try:
+        env.reset("general_pickup", 0, 0)
+        bridge = EnvBridge(env)
+        robo = Robo(bridge, bridge.first_observation(), station=load_station(), step_limit=env.step_lim)
+        with pytest.raises(EpisodeFinished):
+            for _ in range(env.step_lim):
+                robo.wait(30)  # 200 is no multiple of 30: the episode ends inside the 7th chunk
+        assert robo.steps_used == env.truth(0).outcome().steps == env.step_lim
+    finally:
+        env.close()
+
+
 def test_cancel_interrupts_a_waiting_exchange():
     cancel = CancelToken()
     bridge = StepBridge(cancel, obs(0))
