@@ -31,7 +31,7 @@ from pyrua_dojo.llm.types import LLMCall, Planner, PlannerStop, Reply, ToolCall,
 from pyrua_dojo.prompt import Prompt, load_text
 from pyrua_dojo.trace import RunTrace
 
-__all__ = ["Agent", "AgentConfig", "AgentResult", "CellRunner", "says_done"]
+__all__ = ["Agent", "AgentConfig", "AgentResult", "CellRunner", "describe_end", "says_done"]
 
 STATUSES = (
     "finished",
@@ -43,6 +43,25 @@ STATUSES = (
     "cancelled",
     "error",
 )
+
+
+def describe_end(status: str, success: bool | None = None) -> str:
+    """How the agent's episode ended, in words, beside the judge's verdict (`success`, None when unknown).
+
+    "cancelled" with a success is the normal end on RoboDojo: the benchmark resets the env the moment the task
+    is solved, which stops the agent wherever it was."""
+    if status == "cancelled":
+        return "the benchmark ended the episode" + (" the moment the task was solved" if success else "")
+    return {
+        "finished": "the model called finish",
+        "episode_ended": "the episode ended during a cell (step limit, failure or reset)",
+        "call_budget": "the LLM call budget ran out",
+        "timeout": "the agent's wall-clock budget ran out",
+        "planner_error": "the LLM could not be reached or answered badly",
+        "context_overflow": "the conversation outgrew the model's context window",
+        "error": "the agent loop failed",
+        "running": "still running, or interrupted",
+    }.get(status, status)
 
 
 class CellRunner(Protocol):

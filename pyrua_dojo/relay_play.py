@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pyrua_dojo.agent import describe_end
 from pyrua_dojo.relay import Relay
 
 __all__ = ["end_relay", "play_console", "relay_model_cfg", "start_relay"]
@@ -75,13 +76,9 @@ def end_relay(relay: Relay, agent_dir: Path | None, **episode: Any) -> None:
         outcome["transcript"] = str(Path(agent_dir).resolve() / RELAY_DIR / "transcript.md")
     outcome.update({k: v for k, v in episode.items() if v is not None})
     verdict = "success" if episode.get("success") else "not solved"
-    how = {
-        "finished": "the model called finish",
-        "cancelled": "the benchmark ended the episode" + (" the moment the task was solved" if episode.get("success")
-                                                          else ""),
-        "episode_ended": "the episode ended during a cell",
-        "planner_error": "a turn went unanswered or the relay failed",
-    }.get(str(outcome["status"]))
+    status = str(outcome["status"])
+    how = ("a turn went unanswered or the relay failed" if status == "planner_error"
+           else describe_end(status, episode.get("success")) if status != "unknown" else "")
     outcome["detail"] = f"twin verdict: {verdict}" + (f"; {how}" if how else "")
     relay.end(outcome)
     if agent_dir is not None and Path(agent_dir).is_dir():

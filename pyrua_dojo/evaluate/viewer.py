@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from pyrua_dojo.agent import describe_end
 from pyrua_dojo.evaluate.htmlpage import ImageRef, Page, esc, fmt_num, pretty_json, table
 from pyrua_dojo.trace import read_jsonl
 
@@ -223,8 +224,9 @@ def _header(page: Page, ep: EpisodeRecord) -> None:
     page.add(f"<h1>{esc(_title(ep))}{_badge(status)}"
              + (_badge("success") if success is True else _badge("fail") if success is False else "") + "</h1>")
     reason = res.get("reason")
-    if reason or outcome:
-        page.add(f'<p class="muted">{esc(reason or "")}{" · outcome: " + esc(outcome) if outcome else ""}</p>')
+    page.add(f'<p class="muted">{esc(describe_end(status, success))}'
+             + (f" · recorded reason: {esc(reason)}" if reason else "")
+             + (f" · outcome: {esc(outcome)}" if outcome else "") + "</p>")
     if status == "running":
         page.add('<p class="note">result.json still says "running": the episode was interrupted or is still '
                  "going; the page shows what was written so far.</p>")
