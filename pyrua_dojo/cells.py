@@ -42,7 +42,7 @@ from pyrua_dojo.images import encode_image
 from pyrua_dojo.sandbox import PreparedCode, Sandbox, SandboxRefusal
 
 __all__ = [
-    "CellConfig", "CellExecutor", "CellResult", "CellStatus", "ImageAttachment", "check_run_arguments", "clip", "display",
+    "CellConfig", "CellExecutor", "CellResult", "CellStatus", "ImageAttachment", "OneCellAtATime", "clip", "display",
 ]
 
 CellStatus = Literal["ok", "error", "syntax_error", "refused", "timeout", "episode_finished"]
@@ -50,14 +50,6 @@ CellStatus = Literal["ok", "error", "syntax_error", "refused", "timeout", "episo
 _POLL_S = 0.02  # how often a waiting executor looks at the cancel token and the deadline
 _REINJECT_S = 0.1  # during the grace period the interruption is raised again this often
 _PRIMITIVES_DIR = Path(primitives.__file__).resolve().parent
-
-
-def check_run_arguments(code: object, deadline_s: float | None) -> None:
-    """The misuse checks every executor's `run(code, deadline_s=...)` makes (in-process and kernel alike)."""
-    if not isinstance(code, str):
-        raise TypeError(f"code must be a str, not {type(code).__name__}")
-    if deadline_s is not None and not (deadline_s > 0 and math.isfinite(deadline_s)):
-        raise ValueError(f"deadline_s must be a positive number of seconds, got {deadline_s!r}")
 
 
 @dataclass(frozen=True)
@@ -434,7 +426,34 @@ def _forget_lines(filenames: list[str]) -> None:
         linecache.cache.pop(name, None)
 
 
-class CellExecutor:
+class OneCellAtATime:
+    """What every executor's `run(code, deadline_s=...)` shares (in-process and kernel alike): the misuse checks,
+    refusal once closed, and one cell at a time; `_run` does the work."""
+
+    config: CellConfig
+    _closed: bool
+    _run_lock: threading.Lock
+
+    def run(self, code: str, *, deadline_s: float | None = None) -> CellResult:
+        """Run one cell and return what it did. Raises only for misuse (not a str, closed, concurrent run)."""
+        if not isinstance(code, str):
+            raise TypeError(f"code must be a str, not {type(code).__name__}")
+        if deadline_s is not None and not (deadline_s > 0 and math.isfinite(deadline_s)):
+            raise ValueError(f"deadline_s must be a positive number of seconds, got {deadline_s!r}")
+        if self._closed:
+            raise RuntimeError(f"this {type(self).__name__} is closed")
+        if not self._run_lock.acquire(blocking=False):
+            raise RuntimeError("a cell is already running on this executor")
+        try:
+            return self._run(code, self.config.deadline_s if deadline_s is None else deadline_s)
+        finally:
+            self._run_lock.release()
+
+    def _run(self, code: str, deadline_s: float) -> CellResult:
+        raise NotImplementedError
+
+
+class CellExecutor(OneCellAtATime):
     """Runs cells for one episode.
 
     namespace: names predefined in every cell (`robo`, ...); `np`, `math`, `time`, `display` are added.
@@ -487,18 +506,6 @@ class CellExecutor:
         return self._index
 
     # -- public API
-
-    def run(self, code: str, *, deadline_s: float | None = None) -> CellResult:
-        """Run one cell and return what it did. Raises only for misuse (not a str, closed, concurrent run)."""
-        check_run_arguments(code, deadline_s)
-        if self._closed:
-            raise RuntimeError("this CellExecutor is closed")
-        if not self._run_lock.acquire(blocking=False):
-            raise RuntimeError("a cell is already running on this executor")
-        try:
-            return self._run(code, self.config.deadline_s if deadline_s is None else deadline_s)
-        finally:
-            self._run_lock.release()
 
     def interrupt(self, exc: BaseException) -> None:
         """Stop the running cell (host side): cancel the token with `exc` and raise inside the cell's thread.

@@ -41,7 +41,7 @@ import primitives
 import pyrua_dojo
 from primitives.errors import CancelToken, CellInterrupted, EpisodeFinished
 from primitives.results import CapturedImage
-from pyrua_dojo.cells import CellConfig, CellResult, ImageAttachment, check_run_arguments, clip
+from pyrua_dojo.cells import CellConfig, CellResult, ImageAttachment, OneCellAtATime, clip
 from pyrua_dojo.kernel.channel import Channel, ChannelClosed, ProtocolError
 from pyrua_dojo.kernel.confine import LAYERS, summary
 from pyrua_dojo.kernel.proxy import describe
@@ -229,7 +229,7 @@ class _Cell:
     killed: bool = False
 
 
-class KernelExecutor:
+class KernelExecutor(OneCellAtATime):
     """Runs one episode's cells in a confined kernel process; `run(code) -> CellResult` like `CellExecutor`.
 
     namespace: host objects (`robo`) the cells reach through proxies: their public methods and properties.
@@ -304,18 +304,6 @@ class KernelExecutor:
         kernel = self._current()
         self._ready(kernel)
         return self.layers
-
-    def run(self, code: str, *, deadline_s: float | None = None) -> CellResult:
-        """Run one cell in the kernel and return what it did. Raises only for misuse, like `CellExecutor.run`."""
-        check_run_arguments(code, deadline_s)
-        if self._closed:
-            raise RuntimeError("this KernelExecutor is closed")
-        if not self._run_lock.acquire(blocking=False):
-            raise RuntimeError("a cell is already running on this executor")
-        try:
-            return self._run(code, self.config.deadline_s if deadline_s is None else deadline_s)
-        finally:
-            self._run_lock.release()
 
     def interrupt(self, exc: BaseException) -> None:
         """Stop the running cell: cancel the token with `exc` (EpisodeFinished or CellInterrupted)."""
