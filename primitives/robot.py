@@ -163,13 +163,9 @@ class Robo:
         limits). check_move() plans the same motion without moving.
         """
         t0 = time.perf_counter()
-        self._check_arm(arm)
-        targets = self._target_poses(arm, xyz, yaw, quat, tilt)
-        self._check_path(path)
-        self._check_clearance(clearance)
-        result = self._move({arm: targets}, path, speed, clearance)
-        self._log("move_to", {"arm": arm, "xyz": list(map(float, xyz)), "yaw": yaw, "tilt": tilt, "quat": quat,
-                              "path": path, "speed": speed, "clearance": clearance}, result, t0, result.steps_used)
+        targets, args = self._move_request(arm, xyz, yaw, tilt, quat, path, speed, clearance)
+        result = self._move(targets, path, speed, clearance)
+        self._log("move_to", args, result, t0, result.steps_used)
         return result
 
     def check_move(
@@ -186,18 +182,27 @@ class Robo:
     ) -> MoveCheck:
         """Plan move_to with the same arguments without moving (no step spent): whether it is feasible, why not,
         and how many steps it would take."""
+        targets, args = self._move_request(arm, xyz, yaw, tilt, quat, path, speed, clearance)
+        plans, _, reason = self._plan(targets, path, speed, clearance)
+        steps = max((len(p) for p in plans.values()), default=0) if not reason else 0
+        result = MoveCheck(arm, not reason, reason, steps)
+        self._log("check_move", args, result, time.perf_counter(), 0)
+        return result
+
+    def _move_request(
+        self, arm: str, xyz: Sequence[float], yaw: float | None, tilt: float, quat: Sequence[float] | None,
+        path: str, speed: float, clearance: float,
+    ) -> tuple[dict[str, list[FloatArray]], dict[str, Any]]:
+        """move_to / check_move: the arguments checked; the goal poses by arm, and the arguments as logged."""
         self._check_arm(arm)
         targets = self._target_poses(arm, xyz, yaw, quat, tilt)
         self._check_path(path)
         self._check_clearance(clearance)
         if not (isinstance(speed, (int, float)) and 0.0 < speed <= 1.0):
             raise ValueError(f"speed must be in (0, 1], got {speed!r}")
-        plans, _, reason = self._plan({arm: targets}, path, speed, clearance)
-        steps = max((len(p) for p in plans.values()), default=0) if not reason else 0
-        result = MoveCheck(arm, not reason, reason, steps)
-        self._log("check_move", {"arm": arm, "xyz": list(map(float, xyz)), "yaw": yaw, "tilt": tilt, "quat": quat,
-                                 "path": path, "speed": speed, "clearance": clearance}, result, time.perf_counter(), 0)
-        return result
+        args = {"arm": arm, "xyz": list(map(float, xyz)), "yaw": yaw, "tilt": tilt, "quat": quat, "path": path,
+                "speed": speed, "clearance": clearance}
+        return {arm: targets}, args
 
     def move_both(
         self,
