@@ -249,9 +249,12 @@ def station_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Statio
     return Station(table, MappingProxyType(arms), x5, MappingProxyType(cameras), source)
 
 
-def load_station(calibration: str | Path | Mapping[str, Any] | None = None) -> Station:
-    """The packaged station defaults, optionally overlaid with a calibration file or dict (same schema)."""
-    base_path = default_station_path()
+def load_station(
+    calibration: str | Path | Mapping[str, Any] | None = None, *, base: str | Path | None = None
+) -> Station:
+    """The packaged station defaults (or the station file `base`), optionally overlaid with a calibration file or
+    dict (same schema)."""
+    base_path = Path(base) if base is not None else default_station_path()
     data = yaml.safe_load(base_path.read_text())
     source = str(base_path)
     if calibration is not None:

@@ -189,7 +189,6 @@ def _residuals(x: FloatArray, shape: str, samples: list[tuple[FloatArray, View]]
         out.append(3.0 * np.maximum(_signed_distance(sil, mask_pts), 0.0))
         # Tightness: the silhouette lies inside the mask (where it is seen and in the image).
         sil_pts = _perimeter(sil, SAMPLES)
-        k = view.camera.intrinsics
         seen = _seen(view, sil_pts)
         out.append(np.where(seen, _outside(view, sil_pts), 0.0))
     return np.concatenate(out)

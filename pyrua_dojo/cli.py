@@ -35,7 +35,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     ik.add_argument("--seed", type=int, default=0)
 
     def run_ik(args: argparse.Namespace) -> int:
-        from primitives.bench_ik import main as bench_ik
+        from pyrua_dojo.benchmarks.ik import main as bench_ik
 
         return bench_ik(samples=args.samples, seed=args.seed)
 
@@ -59,8 +59,8 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     loc.add_argument("--scenario-seed", type=int, default=4, help="seed of the constructed scenes' layouts")
 
     def run_locate(args: argparse.Namespace) -> int:
-        from primitives.bench_locate import main as bench_locate
-        from pyrua_dojo.locate_scenes import main as bench_scenes
+        from pyrua_dojo.benchmarks.locate import main as bench_locate
+        from pyrua_dojo.benchmarks.locate_scenes import main as bench_scenes
 
         if args.calibrate and args.station != "unknown":
             print("bench locate: --calibrate needs --station unknown", file=sys.stderr)
@@ -79,8 +79,8 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     twin.add_argument("--tasks", default=None, help="with --all-tasks: only these (comma-separated)")
 
     def run_twin(args: argparse.Namespace) -> int:
-        from pyrua_dojo.twin.bench import main as bench_twin
-        from pyrua_dojo.twin.bench import main_all as bench_twin_all
+        from pyrua_dojo.benchmarks.twin import main as bench_twin
+        from pyrua_dojo.benchmarks.twin import main_all as bench_twin_all
 
         if args.all_tasks:
             tasks = None if args.tasks is None else [t.strip() for t in args.tasks.split(",") if t.strip()]
@@ -103,8 +103,8 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
                           help="success per task against every noise level and station spread (ignores the above)")
 
     def run_programs(args: argparse.Namespace) -> int:
-        from pyrua_dojo.programs.bench import Conditions
-        from pyrua_dojo.programs.bench import main as bench_programs
+        from pyrua_dojo.benchmarks.programs import Conditions
+        from pyrua_dojo.benchmarks.programs import main as bench_programs
 
         tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
         try:
@@ -122,7 +122,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     wire.add_argument("--depth", action="store_true", help="add float32 depth and camera matrices")
 
     def run_wire(args: argparse.Namespace) -> int:
-        from pyrua_dojo.wire.bench import main as bench_wire
+        from pyrua_dojo.benchmarks.wire import main as bench_wire
 
         return bench_wire(requests=args.requests, seed=args.seed, depth=args.depth)
 
@@ -133,7 +133,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     seg.add_argument("--seed", type=int, default=0)
 
     def run_seg(args: argparse.Namespace) -> int:
-        from pyrua_dojo.segmentation.bench import main as bench_seg
+        from pyrua_dojo.benchmarks.seg import main as bench_seg
 
         return bench_seg(requests=args.requests, seed=args.seed)
 
@@ -145,7 +145,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     noise.add_argument("--draws", type=int, default=8, help="backend seeds per request (independent draws)")
 
     def run_noise(args: argparse.Namespace) -> int:
-        from pyrua_dojo.segmentation.noise_bench import main as bench_noise
+        from pyrua_dojo.benchmarks.seg_noise import main as bench_noise
 
         return bench_noise(layouts=args.layouts, seed=args.seed, draws=args.draws)
 
@@ -155,7 +155,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     client.add_argument("--layout", type=int, default=0, help="general_pickup layout id")
 
     def run_client(args: argparse.Namespace) -> int:
-        from pyrua_dojo.twin.bench_client import main as bench_client
+        from pyrua_dojo.benchmarks.client import main as bench_client
 
         return bench_client(layout=args.layout)
 
@@ -166,8 +166,8 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     cells.add_argument("--executors", type=int, default=20, help="executors run concurrently in threads")
 
     def run_cells(args: argparse.Namespace) -> int:
-        from pyrua_dojo.cells import bench as bench_cells
-        from pyrua_dojo.kernel.bench import main as bench_kernel
+        from pyrua_dojo.benchmarks.cells import main as bench_cells
+        from pyrua_dojo.benchmarks.kernel import main as bench_kernel
 
         print("in-process executor (runs inside each kernel):")
         bench_cells(cells=args.cells, executors=args.executors)
@@ -378,7 +378,7 @@ def _add_twin(sub: argparse._SubParsersAction) -> None:
     _twin_client_options(client, policy_dir_required=False)
 
     def run_client(args: argparse.Namespace) -> int:
-        from pyrua_dojo.twin.commands import client_main
+        from pyrua_dojo.harness.commands import client_main
 
         return client_main(args)
 
@@ -411,7 +411,7 @@ def _add_twin(sub: argparse._SubParsersAction) -> None:
                     help="serve the twin's masks as a segmentation service and pass segmentation_url=<it> (our agent)")
 
     def run_eval(args: argparse.Namespace) -> int:
-        from pyrua_dojo.twin.commands import eval_main
+        from pyrua_dojo.harness.commands import eval_main
 
         return eval_main(args)
 
@@ -517,7 +517,7 @@ def _add_calibrate(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("--json", metavar="F", help="also write the fit's numbers as JSON")
 
     def run_fit(args: argparse.Namespace) -> int:
-        from pyrua_dojo.calibrate import run_fit_cli
+        from pyrua_dojo.calibrate_twin import run_fit_cli
 
         return run_fit_cli(args.run_dir, args.out, station_file=args.station, json_path=args.json)
 
@@ -535,7 +535,7 @@ def _add_calibrate(sub: argparse._SubParsersAction) -> None:
     twin.add_argument("--agent-calibration", metavar="FILE", help="calibration file the agent starts from")
 
     def run_twin(args: argparse.Namespace) -> int:
-        from pyrua_dojo.calibrate import run_twin_cli
+        from pyrua_dojo.calibrate_twin import run_twin_cli
 
         return run_twin_cli(args.out, run_root=args.run_root, task=args.task, seed=args.seed, layout=args.layout,
                             truth_file=args.truth, perturb=args.perturb, perturb_seed=args.perturb_seed,

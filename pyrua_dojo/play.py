@@ -14,7 +14,6 @@ import logging
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -104,7 +103,7 @@ class PlayResult:
 
 def _model_cfg(options: PlayOptions, policy: Any, segmentation_url: str | None, run_root: Path,
                relay_url: str | None = None) -> dict[str, Any]:
-    from pyrua_dojo.twin.policydir import merge_overrides, robodojo_overrides
+    from pyrua_dojo.harness.policydir import merge_overrides, robodojo_overrides
 
     cfg = policy.model_cfg(
         robodojo_overrides(
@@ -135,8 +134,8 @@ def _model_cfg(options: PlayOptions, policy: Any, segmentation_url: str | None, 
 def play(options: PlayOptions, *, echo: Any = None) -> PlayResult:
     """Run the episode (see module docstring). Raises ValueError for bad options, RuntimeError if it cannot run."""
     from pyrua_dojo.policy import Model
-    from pyrua_dojo.twin.client import ClientSettings, TwinEvalClient
-    from pyrua_dojo.twin.policydir import PolicyDir
+    from pyrua_dojo.harness.client import ClientSettings, TwinEvalClient
+    from pyrua_dojo.harness.policydir import PolicyDir
     from pyrua_dojo.wire import PolicyServer
 
     say = echo or (lambda line: print(line, flush=True))
@@ -150,7 +149,7 @@ def play(options: PlayOptions, *, echo: Any = None) -> PlayResult:
     oracle = None
     seg_server = None
     if options.segmentation == "twin":
-        from pyrua_dojo.twin.scene_oracle import start_twin_segmentation
+        from pyrua_dojo.harness.scene_oracle import start_twin_segmentation
 
         seg_server, oracle = start_twin_segmentation(noise=options.seg_noise, seed=options.seed)
         seg_url: str | None = seg_server.url
@@ -211,7 +210,7 @@ def play(options: PlayOptions, *, echo: Any = None) -> PlayResult:
 
 def _conclude(options: PlayOptions, report: Any, run_root: Path, started: float, relay: Any) -> PlayResult:
     """File the agent's run directory next to RoboDojo's result, tell the relay how it ended, build the result."""
-    from pyrua_dojo.twin.agent_record import attach_agent_run, find_agent_run
+    from pyrua_dojo.harness.agent_record import attach_agent_run, find_agent_run
 
     if not report.episodes:
         reasons = "; ".join(f"layout {lid}: {why}" for lid, why in report.skipped) or "nothing ran"
@@ -294,7 +293,7 @@ def run_cli(args: argparse.Namespace) -> int:
         if options.planner == "console":
             from pyrua_dojo.relay_play import play_console
 
-            result = play_console(options)
+            result = play_console(options, play)
         else:
             result = play(options)
     except (ValueError, FileNotFoundError, ImportError) as exc:
@@ -318,13 +317,3 @@ def _describe(options: PlayOptions, r: PlayResult) -> str:
     lines += [f"  video: {v}" for v in r.videos]
     return "\n".join(lines)
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m pyrua_dojo.play ...` is `pyrua-dojo play ...`."""
-    from pyrua_dojo.cli import main as cli_main
-
-    return cli_main(["play", *(argv if argv is not None else sys.argv[1:])])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -466,9 +466,3 @@ def _serve(args: argparse.Namespace) -> int:
     finally:
         relay.end({"status": "relay_stopped", "detail": "relay serve was interrupted"})
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from pyrua_dojo.cli import main as cli_main
-
-    return cli_main(["relay", *(argv if argv is not None else sys.argv[1:])])

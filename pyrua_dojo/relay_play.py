@@ -14,6 +14,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from pyrua_dojo.agent import describe_end
@@ -110,14 +111,14 @@ def _last_cell_text(agent_dir: Path) -> str | None:
     return None
 
 
-def play_console(options: Any) -> Any:
-    """`play --planner console`: the episode in a background thread, the person at the terminal in this one."""
+def play_console(options: Any, play: Callable[..., Any]) -> Any:
+    """`play --planner console`: the episode (`play(options, echo=...)`, the caller's `pyrua_dojo.play.play`) in a
+    background thread, the person at the terminal in this one."""
     import tempfile
     import threading
     import time
     from dataclasses import replace
 
-    from pyrua_dojo.play import play
     from pyrua_dojo.relay_commands import console_loop
 
     run_root = Path(options.run_root) if options.run_root else Path(tempfile.mkdtemp(prefix="pyrua-console-"))

@@ -787,7 +787,7 @@ class Sandbox:
         if isinstance(obj, types.ModuleType):
             raise SandboxError("the __dict__ of a module is not available in cells; use dir()")
         try:
-            real = getattr(obj, "__dict__")
+            real = obj.__dict__
         except AttributeError:
             raise TypeError("vars() argument must have __dict__ attribute") from None
         klass = obj if isinstance(obj, type) else type(obj)

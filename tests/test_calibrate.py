@@ -32,11 +32,9 @@ from pyrua_dojo.calibrate import (
     fit_run,
     load_samples,
     mirror_joints,
-    mount_error,
-    perturbed_station,
-    run_on_twin,
     write_calibration_file,
 )
+from pyrua_dojo.calibrate_twin import mount_error, perturbed_station, run_on_twin
 from pyrua_dojo.cli import main as cli_main
 from pyrua_dojo.trace import RunTrace, read_jsonl
 from pyrua_dojo.twin import TwinConfig, TwinEnv

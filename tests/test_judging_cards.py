@@ -163,7 +163,7 @@ def test_cli_spells_the_switch_on_play_eval_and_prompt() -> None:
 
 def test_play_passes_the_setting_and_refuses_it_twice() -> None:
     from pyrua_dojo import play as play_module
-    from pyrua_dojo.twin.policydir import PolicyDir
+    from pyrua_dojo.harness.policydir import PolicyDir
     from submission.install import plugin_dir
 
     policy = PolicyDir.load(plugin_dir())  # the packaged plugin and its deploy.yml

@@ -1,5 +1,5 @@
 """locate where objects do not simply stand on the table (issue 17): stacks, a gripper in front of a block, cubes
-measured with a wrist view. Built on constructed twin scenes (`pyrua_dojo.locate_scenes`), masks from the twin's
+measured with a wrist view. Built on constructed twin scenes (`pyrua_dojo.benchmarks.locate_scenes`), masks from the twin's
 oracle (no segmentation noise); truths are the twin's object poses (the tests' privilege)."""
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from calibration import load_station  # noqa: E402
-from primitives.bench_locate import unique_prompt, without_depth  # noqa: E402
+from pyrua_dojo.benchmarks.locate import unique_prompt, without_depth  # noqa: E402
 from primitives.bridge import Observation  # noqa: E402
 from primitives.kinematics import X5Kinematics  # noqa: E402
 from primitives.perception import Perception  # noqa: E402
 from primitives.results import Located  # noqa: E402
 from primitives.segmentation import SegmentationClient  # noqa: E402
-from pyrua_dojo.locate_scenes import Shot, _robo, shots, true_top  # noqa: E402
+from pyrua_dojo.benchmarks.locate_scenes import Shot, _robo, shots, true_top  # noqa: E402
 from pyrua_dojo.segmentation.serve import serve_twin  # noqa: E402
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv  # noqa: E402
 
@@ -106,7 +106,7 @@ def test_cubes_at_table_level_with_a_wrist_view_have_their_height(env: TwinEnv) 
 
 def test_a_held_block_is_measured_relative_to_the_tcp(env: TwinEnv) -> None:
     # issue 17 item 9: nothing measured where a held object sits relative to the TCP.
-    from pyrua_dojo.locate_scenes import _grasp
+    from pyrua_dojo.benchmarks.locate_scenes import _grasp
 
     env.reset("stack_blocks", 0, 0)
     robo = _robo(env, STATION)
@@ -127,7 +127,7 @@ def test_a_held_block_is_measured_relative_to_the_tcp(env: TwinEnv) -> None:
 
 
 def test_bench_scenarios_print_every_scenario(capsys: pytest.CaptureFixture[str]) -> None:
-    from pyrua_dojo.locate_scenes import SCENARIOS, run_scenarios
+    from pyrua_dojo.benchmarks.locate_scenes import SCENARIOS, run_scenarios
 
     results = run_scenarios(1, 0, ["stack2 top"])
     plain, depth = results[("stack2 top", "no depth")], results[("stack2 top", "depth")]

@@ -16,9 +16,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from calibration import load_station  # noqa: E402
-from primitives.bench_locate import main as bench_main  # noqa: E402
-from primitives.bench_locate import run as bench_run  # noqa: E402
-from primitives.bench_locate import true_top, unique_prompt, without_depth  # noqa: E402
+from pyrua_dojo.benchmarks.locate import main as bench_main  # noqa: E402
+from pyrua_dojo.benchmarks.locate import run as bench_run  # noqa: E402
+from pyrua_dojo.benchmarks.locate import true_top, unique_prompt, without_depth  # noqa: E402
 from primitives.bridge import Observation  # noqa: E402
 from primitives.kinematics import X5Kinematics  # noqa: E402
 from primitives.perception import Perception, mask_outline  # noqa: E402

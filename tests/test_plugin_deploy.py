@@ -349,7 +349,7 @@ def test_deploy_yml_is_accepted_by_the_model_config() -> None:
     def parse(v: str) -> Any:  # setup_policy_server.py's _parse_val
         try:
             return pyast.literal_eval(v)
-        except Exception:
+        except Exception:  # noqa: BLE001 - exactly upstream's fallback
             return v
 
     merged = {**cfg, **{k: parse(v) for k, v in overrides.items()}}

@@ -18,7 +18,7 @@ from tests.support.episode import FAST_RETRY, build_episode
 from tests.support.openai_server import FakeOpenAIServer, ToolCalls, finish_call, python_call
 
 from submission.install import plugin_dir
-from pyrua_dojo.twin.policydir import PolicyDir
+from pyrua_dojo.harness.policydir import PolicyDir
 
 
 @pytest.fixture

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pyrua_dojo.catalog import TASKS
 from pyrua_dojo.programs import available, cells, program_for, split_cells
-from pyrua_dojo.programs.bench import ORACLE, run, summarize
+from pyrua_dojo.benchmarks.programs import ORACLE, run, summarize
 
 
 def test_percent_format_cells_keep_titles_and_drop_the_header():
@@ -14,6 +15,7 @@ def test_percent_format_cells_keep_titles_and_drop_the_header():
 
 
 def test_every_program_is_valid_python_and_random_variants_share_their_base():
+    assert available() and set(available()) <= set(TASKS)  # programs only: no other module of the package
     for task in available():
         for cell in cells(task):
             compile(cell, f"<{task}>", "exec")

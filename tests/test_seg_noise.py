@@ -188,7 +188,7 @@ def test_requests_are_idempotent_and_levels_share_their_draws(twin_head) -> None
 
 @pytest.mark.slow
 def test_noise_bench_measures_the_levels_on_twin_images() -> None:
-    from pyrua_dojo.segmentation.noise_bench import measure
+    from pyrua_dojo.benchmarks.seg_noise import measure
 
     figures = measure(layouts=1, seed=4, draws=3)
     none, harsh = figures["none"], figures["harsh"]

@@ -21,7 +21,7 @@ from PIL import Image
 from primitives.segmentation import ExemplarBox, SegmentationClient
 from pyrua_dojo.segmentation import Sam3Backend, Sam3Unavailable, SegmentationServer
 from pyrua_dojo.segmentation.backend import BackendInfo
-from pyrua_dojo.segmentation.bench import COLOURS
+from pyrua_dojo.benchmarks.seg import COLOURS
 
 H, W = 96, 128
 

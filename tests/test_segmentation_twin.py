@@ -16,7 +16,7 @@ from pyrua_dojo.segmentation import (
     TwinBackend,
     TwinNoise,
 )
-from pyrua_dojo.segmentation.bench import synthetic_scene
+from pyrua_dojo.benchmarks.seg import synthetic_scene
 from pyrua_dojo.segmentation.serve import serve_twin
 from pyrua_dojo.segmentation.twin_backend import normalize_words
 

@@ -16,10 +16,10 @@ import pytest
 from calibration.station import load_station
 from pyrua_dojo.cli import main
 from pyrua_dojo.evaluate.results import read_result_file
-from pyrua_dojo.twin.client import ClientSettings, TwinEvalClient, classify_error, parse_layouts
+from pyrua_dojo.harness.client import ClientSettings, TwinEvalClient, classify_error, parse_layouts
 from pyrua_dojo.twin.env import TwinEnv
-from pyrua_dojo.twin.policydir import PolicyDir, PolicyDirError, merge_overrides
-from pyrua_dojo.twin.taskenv import ENV_METHODS, EnvAccessError, TaskEnvView, ViewState
+from pyrua_dojo.harness.policydir import PolicyDir, PolicyDirError, merge_overrides
+from pyrua_dojo.harness.taskenv import ENV_METHODS, EnvAccessError, TaskEnvView, ViewState
 from pyrua_dojo.twin.tasks import get_task
 from pyrua_dojo.wire import ErrorCode, WireError
 from tests.fixtures.policies.helpers import policy_copy, records, run_dir_of, serve

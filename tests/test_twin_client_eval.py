@@ -12,8 +12,8 @@ import pytest
 from pyrua_dojo.cli import main
 from pyrua_dojo.evaluate.results import read_result_file
 from pyrua_dojo.trace import load_run
-from pyrua_dojo.twin.policydir import PolicyDir
-from pyrua_dojo.twin.runner import ServerLaunch
+from pyrua_dojo.harness.policydir import PolicyDir
+from pyrua_dojo.harness.runner import ServerLaunch
 from tests.fixtures.policies.helpers import policy_copy, recorded_cfg, records, run_dir_of
 
 TASK = "general_pickup"
@@ -76,7 +76,7 @@ def test_launch_plans(tmp_path):
     assert script.cwd == pol.path and dict(script.env) == {"PYRUA_OVERRIDES": "planner=scripted"}
     auto = ServerLaunch.plan(pol, mode="auto", port=4567, task=TASK, seed=1, ckpt_name="c", action_type="ee")
     assert auto.mode == "python"  # not inside an XPolicyLab checkout
-    assert auto.argv[1:] == ("-m", "pyrua_dojo.twin.policy_server", "--config_path", str(pol.path / "deploy.yml"),
+    assert auto.argv[1:] == ("-m", "pyrua_dojo.harness.policy_server", "--config_path", str(pol.path / "deploy.yml"),
                              "--overrides", "port=4567", "host=localhost", "bench_name=RoboDojo", f"task_name={TASK}",
                              "ckpt_name=c", "env_cfg_type=arx_x5", "seed=1", "policy_name=hold_policy",
                              "action_type=ee")

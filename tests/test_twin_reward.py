@@ -333,7 +333,7 @@ def test_instant_failure_query_on_lift() -> None:
 
 @pytest.mark.slow
 def test_bench_twin_all_tasks_runs_full_length_episodes() -> None:
-    from pyrua_dojo.twin.bench import run_all
+    from pyrua_dojo.benchmarks.twin import run_all
 
     figures = run_all(["align_blocks"], obs_every=20)
     f = figures["align_blocks"]

@@ -272,7 +272,7 @@ def _layouts(task: str, episodes: int | None, layouts: str | None = None) -> Seq
 
     n = twin_task(task).eval_nums
     if layouts is not None:
-        from pyrua_dojo.twin.client import parse_layouts
+        from pyrua_dojo.harness.client import parse_layouts
 
         return parse_layouts(layouts, n)
     return range(min(n, episodes) if episodes is not None else n)
@@ -428,7 +428,7 @@ def _agent_runs_root(settings: EvalSettings, run_id: str, key: EpisodeKey) -> Pa
 def recover_agent_records(settings: EvalSettings, plan: EvalPlan) -> list[EpisodeKey]:
     """Attach the agent directory of every booked episode that lacks its agent record (a kill landed between the
     booking and the record): it is still in the episode's run root under `_agent_runs/`. Returns those attached."""
-    from pyrua_dojo.twin.agent_record import attach_agent_run, find_agent_run
+    from pyrua_dojo.harness.agent_record import attach_agent_run, find_agent_run
     from pyrua_dojo.twin.tasks import get_task as twin_task
 
     recovered = []

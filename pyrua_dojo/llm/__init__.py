@@ -27,4 +27,6 @@ __all__ = [
     "Usage",
     "classify",
     "is_context_overflow",
+    "parse_tool_call",
+    "tool_specs",
 ]

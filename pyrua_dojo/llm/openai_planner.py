@@ -320,7 +320,7 @@ class OpenAIPlanner:
         try:
             if self._client is not None:
                 self._loop.run_until_complete(self._client.close())
-        except Exception:  # noqa: BLE001 - closing a broken client must not mask the episode's outcome
+        except Exception:  # closing a broken client must not mask the episode's outcome
             logger.debug("closing the OpenAI client failed", exc_info=True)
         finally:
             self._client = None

@@ -422,14 +422,14 @@ def start_pair(moves):
             remeasure()
             for a in arms:
                 arms[a][3:5] = refine(arms[a][0], arms[a][3], arms[a][4])
-    for arm, (i, s, e, y0, y1, f) in arms.items():
+    for arm, (i, s, e, y0, y1, _f) in arms.items():
         if LOOKED.get(arm) != i or math.dist(robo.arm(arm).tcp[:2], s) > 0.01:
             arms[arm][3:5] = above(arm, i, s, e, y0, y1)
             if arms[arm][3] is None:
                 return None
         else:
             arms[arm][3:5] = refine(i, y0, y1)
-    (il, sl, el, al, bl, fl), (ir, sr, er, ar, br, fr) = arms["left"], arms["right"]
+    (_, sl, el, al, bl, fl), (_, sr, er, ar, br, fr) = arms["left"], arms["right"]
     for yl in flips(al, bl):
         for yr in flips(ar, br):
             if turned("left", yl[0]) or turned("right", yr[0]):

@@ -10,10 +10,15 @@ import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # before mujoco picks its GL backend
 
-from pyrua_dojo.twin.env import EpisodeOutcome, TwinConfig, TwinEnv, TwinTruth, UnstableLayoutError  # noqa: E402
-from pyrua_dojo.twin.layouts import Layout  # noqa: E402
-from pyrua_dojo.twin.segmentation import TwinMaskOracle  # noqa: E402
-from pyrua_dojo.twin.tasks import TASKS, TaskSpec, get_task  # noqa: E402
+try:
+    import mujoco  # noqa: F401 - an extra: say which one when it is missing
+except ModuleNotFoundError as exc:
+    raise ModuleNotFoundError("the twin needs MuJoCo: pip install 'pyrua-dojo[twin]'", name="mujoco") from exc
+
+from pyrua_dojo.twin.env import EpisodeOutcome, TwinConfig, TwinEnv, TwinTruth, UnstableLayoutError
+from pyrua_dojo.twin.layouts import Layout
+from pyrua_dojo.twin.segmentation import TwinMaskOracle
+from pyrua_dojo.twin.tasks import TASKS, TaskSpec, get_task
 
 __all__ = [
     "TASKS",

@@ -38,7 +38,7 @@ import cv2
 import mujoco
 import numpy as np
 
-from calibration.station import ARMS, CAMERAS, Station, load_station
+from calibration.station import ARMS, CAMERAS, Station
 from calibration.transforms import quat_to_matrix
 from pyrua_dojo.twin.control import (
     TICKS_PER_ACTION,
@@ -54,6 +54,7 @@ from pyrua_dojo.twin.reward import ProgramSpec, ProgramStatus, RewardProgram, Wo
 from pyrua_dojo.twin.scene import SceneOptions, TwinScene
 from pyrua_dojo.twin.segmentation import InstanceInfo, TwinMaskOracle
 from pyrua_dojo.twin.station_draw import StationSpread, draw_station
+from pyrua_dojo.twin.station_truth import load_truth_station
 from pyrua_dojo.twin.tasks import TaskSpec, get_task
 
 DATA_FORMAT_VERSION = "v1.0"
@@ -71,7 +72,7 @@ class UnstableLayoutError(RuntimeError):
 class TwinConfig:
     """How the twin is built. Observation flags mirror `arx_x5.yml`'s `observation.vision` (all off by default).
 
-    station: the *true* station the twin simulates (default: the packaged one); it may differ from the agent's.
+    station: the *true* station the twin simulates (default: its own `station_truth.yml`); it may differ from the agent's.
     station_spread: when set, each episode's true station is drawn around `station` by
         `pyrua_dojo.twin.station_draw.draw_station(seed, layout_id, station_spread)` (an unknown station); None
         simulates `station` itself.
@@ -168,7 +169,7 @@ class TwinEnv:
         if overrides:
             cfg = replace(cfg, **overrides)
         self.config = cfg
-        self.station: Station = cfg.station if cfg.station is not None else load_station()
+        self.station: Station = cfg.station if cfg.station is not None else load_truth_station()
         self._slots: list[_Slot | None] = [None] * cfg.num_envs
         self._gl: GLRenderer | None = None
         self._task: TaskSpec | None = None

@@ -1,9 +1,10 @@
-"""An unknown station: each twin episode's true station drawn around the packaged defaults, seeded by its layout.
+"""An unknown station: each twin episode's true station drawn around the twin's station truth, seeded by its layout.
 
 The station file marks the wrist-camera mounts, RoboDojo's ee link and (through the assets) the exact camera poses
 as unknown to us. A twin built from the very numbers the agent assumes can never show what a wrong assumption
 costs, so by default (`station="unknown"` in `play`, `eval` and the benchmarks) every episode's twin simulates a
-station drawn around the defaults while the agent keeps its defaults or its calibration file.
+station drawn around its station truth (`station_truth.yml`, today the same numbers as the agent's defaults) while
+the agent keeps its defaults or its calibration file.
 
 What moves, and by how much (`StationSpread`, defaults; each amount is `spread x U(0.5, 1.5)`, so mean = spread,
 never zero, never more than 1.5 x spread; directions and rotation axes uniform on the sphere):
@@ -30,12 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from calibration.station import Station, load_station
+from calibration.station import Station
 from calibration.transforms import quat_from_axis_angle, quat_multiply
+from pyrua_dojo.twin.station_truth import load_truth_station
 
 __all__ = ["STATION_MODES", "StationDraw", "StationSpread", "draw_station", "station_for_layout"]
 
-#: `exact`: the twin simulates the agent's own station (the oracle); `unknown`: a drawn station per layout.
+#: `exact`: the twin simulates its station truth as filed (today the agent's numbers: the oracle); `unknown`: a
+#: drawn station per layout.
 STATION_MODES: tuple[str, ...] = ("unknown", "exact")
 
 
@@ -90,10 +93,11 @@ def _unit(rng: np.random.Generator) -> np.ndarray:
 def draw_station(
     seed: int, layout_id: int, spread: StationSpread = StationSpread(), base: Station | None = None
 ) -> tuple[Station, StationDraw]:
-    """The true station of layout (seed, layout_id): `base` (default: the packaged one) moved by a seeded draw."""
+    """The true station of layout (seed, layout_id): `base` (default: the twin's station truth) moved by a seeded
+    draw."""
     if isinstance(seed, bool) or int(seed) != seed or seed < 0 or int(layout_id) != layout_id or layout_id < 0:
         raise ValueError(f"seed and layout_id must be ints >= 0, got {seed!r}, {layout_id!r}")
-    st = base if base is not None else load_station()
+    st = base if base is not None else load_truth_station()
     rng = _rng(int(seed), int(layout_id))
     cams: dict[str, Any] = {}
     moved: dict[str, tuple[float, float]] = {}
@@ -136,9 +140,9 @@ def _overlay(base: Station, overlay: dict[str, Any]) -> Station:
 
 
 def station_for_layout(mode: str, seed: int, layout_id: int, spread: StationSpread = StationSpread()) -> Station:
-    """The station the twin simulates for a layout under `mode` (`exact`: the packaged defaults)."""
+    """The station the twin simulates for a layout under `mode` (`exact`: the twin's station truth as filed)."""
     if mode not in STATION_MODES:
         raise ValueError(f"station must be one of {STATION_MODES}, got {mode!r}")
     if mode == "exact":
-        return load_station()
+        return load_truth_station()
     return draw_station(seed, layout_id, spread)[0]

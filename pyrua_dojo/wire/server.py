@@ -223,7 +223,7 @@ class PolicyServer:
             asyncio.set_event_loop(loop)
             try:
                 loop.run_until_complete(self.start())
-            except BaseException as exc:  # reported to start_background's caller
+            except BaseException as exc:  # noqa: BLE001 - reported to start_background's caller
                 failure.append(exc)
                 ready.set()
                 loop.close()

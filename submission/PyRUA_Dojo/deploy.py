@@ -116,7 +116,7 @@ def raise_request_timeout(model_client: Any, timeout_s: float | None) -> float |
         if timeout_s is None or current >= timeout_s:
             return float(current)
         try:
-            setattr(holder, "request_timeout_s", float(timeout_s))
+            holder.request_timeout_s = float(timeout_s)
         except (AttributeError, TypeError) as exc:  # a frozen config
             log.warning("PyRUA_Dojo: cannot raise the request timeout (%s stays %.0f s): %s",
                         ".".join(path), current, exc)

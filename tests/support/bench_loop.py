@@ -37,7 +37,7 @@ def main() -> int:
             server.script([Slow(60.0, ToolCalls((finish_call(),)))], route=route)
             ep = build_episode(root, openai_planner(server.base_url(route)), name=route)
             done = threading.Event()
-            threading.Thread(target=lambda ep=ep: (ep.agent.run(), done.set()), daemon=True).start()
+            threading.Thread(target=lambda ep=ep, done=done: (ep.agent.run(), done.set()), daemon=True).start()
             server.wait_for_requests(1, route=route)
             t0 = time.perf_counter()
             ep.agent.cancel("reset")

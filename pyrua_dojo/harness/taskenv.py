@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyrua_dojo.twin.env import TwinEnv
-from pyrua_dojo.twin.videos import EpisodeVideos
+from pyrua_dojo.harness.videos import EpisodeVideos
 
 __all__ = ["ENV_METHODS", "EnvAccessError", "TaskEnvView", "ViewState"]
 

@@ -87,8 +87,8 @@ class _TimedClient:
 def _client(layout: int, chunk: int) -> tuple[float, int, _TimedClient]:
     """XPolicyLab's reference loop through the view and the websocket, as the twin client runs it."""
     from pyrua_dojo.twin.env import TwinEnv
-    from pyrua_dojo.twin.reference_loop import eval_one_episode
-    from pyrua_dojo.twin.taskenv import TaskEnvView, ViewState
+    from pyrua_dojo.harness.reference_loop import eval_one_episode
+    from pyrua_dojo.harness.taskenv import TaskEnvView, ViewState
     from pyrua_dojo.wire import ModelClient, PolicyServer
 
     model = HoldModel(chunk)

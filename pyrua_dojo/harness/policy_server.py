@@ -1,4 +1,4 @@
-"""Serve an XPolicyLab policy directory without XPolicyLab: `python -m pyrua_dojo.twin.policy_server`.
+"""Serve an XPolicyLab policy directory without XPolicyLab: `python -m pyrua_dojo.harness.policy_server`.
 
 The direct-Python stand-in for XPolicyLab's `setup_policy_server.py`, with its arguments: `--config_path
 <dir>/deploy.yml` (the policy directory is the file's folder), `--protocol`, `--host`, `--port`, `--overrides ...`
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pyrua_dojo.twin.policydir import PolicyDir, PolicyDirError, merge_overrides
+from pyrua_dojo.harness.policydir import PolicyDir, PolicyDirError, merge_overrides
 
 __all__ = ["build_model_cfg", "main", "serve_policy_dir"]
 
@@ -72,7 +72,7 @@ def serve_policy_dir(policy: PolicyDir, model_cfg: Mapping[str, Any]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pyrua_dojo.twin.policy_server", description=__doc__.splitlines()[0]
+        prog="python -m pyrua_dojo.harness.policy_server", description=__doc__.splitlines()[0]
     )
     parser.add_argument(
         "--config_path", "--config-path", dest="config_path", required=True, help="<policy dir>/deploy.yml"

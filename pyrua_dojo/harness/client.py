@@ -42,13 +42,13 @@ from pyrua_dojo.evaluate.results import (
     additional_info,
     new_run_id,
 )
-from pyrua_dojo.twin import reference_loop
+from pyrua_dojo.harness import reference_loop
 from pyrua_dojo.twin.env import EpisodeOutcome, TwinConfig, TwinEnv, UnstableLayoutError
-from pyrua_dojo.twin.policydir import PolicyDir
+from pyrua_dojo.harness.policydir import PolicyDir
 from pyrua_dojo.twin.station_draw import STATION_MODES, StationSpread
-from pyrua_dojo.twin.taskenv import EnvAccessError, TaskEnvView, ViewState
+from pyrua_dojo.harness.taskenv import EnvAccessError, TaskEnvView, ViewState
 from pyrua_dojo.twin.tasks import get_task
-from pyrua_dojo.twin.videos import EpisodeVideos, check_video_support
+from pyrua_dojo.harness.videos import EpisodeVideos, check_video_support
 from pyrua_dojo.wire import ErrorCode, ModelClient, WireError
 from pyrua_dojo.files import write_atomic
 

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from calibration import Station, load_station
 from calibration.transforms import quat_to_matrix
-from primitives.bench_locate import unique_prompt, without_depth
+from pyrua_dojo.benchmarks.locate import unique_prompt, without_depth
 from primitives.bridge import Observation
 from primitives.kinematics import X5Kinematics
 from primitives.perception import Perception

@@ -20,7 +20,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from calibration import Station, load_station
+from calibration import load_station
 from calibration.transforms import quat_to_matrix
 from primitives.bridge import Observation
 from primitives.errors import EpisodeFinished
@@ -31,7 +31,7 @@ from primitives.robot import Robo
 from primitives.segmentation import SegmentationClient
 from pyrua_dojo.bridge import EnvBridge
 from pyrua_dojo.segmentation.serve import serve_twin
-from pyrua_dojo.calibrate import StationCalibrations
+from pyrua_dojo.calibrate_twin import StationCalibrations
 from pyrua_dojo.segmentation.twin_backend import NOISE_LEVELS, TwinNoise, normalize_words
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.twin.objects import ObjectSpec

@@ -7,7 +7,7 @@ to 600 s for the port (failing if the server dies), runs the env client, and kil
 `PolicyServerProcess` does the same with two ways to start the server:
 - "script": the directory's own `setup_eval_policy_server.sh` with those positional arguments (what RoboDojo runs;
   XPolicyLab's scripts need conda and an XPolicyLab checkout around the directory);
-- "python": `python -m pyrua_dojo.twin.policy_server` (our stand-in for XPolicyLab's `setup_policy_server.py`)
+- "python": `python -m pyrua_dojo.harness.policy_server` (our stand-in for XPolicyLab's `setup_policy_server.py`)
   with the policy's deploy.yml and the same nine overrides;
 - "auto" (default): "script" when `conda` is on PATH and the directory sits in an XPolicyLab checkout, else
   "python".
@@ -32,8 +32,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Literal
 
-from pyrua_dojo.twin.client import ClientReport, ClientSettings, TwinEvalClient
-from pyrua_dojo.twin.policydir import PolicyDir, robodojo_overrides
+from pyrua_dojo.harness.client import ClientReport, ClientSettings, TwinEvalClient
+from pyrua_dojo.harness.policydir import PolicyDir, robodojo_overrides
 
 __all__ = ["PolicyServerError", "PolicyServerProcess", "ServerLaunch", "free_port", "run_twin_eval"]
 
@@ -104,7 +104,7 @@ class ServerLaunch:
             action_type=action_type, env_cfg_type=env_cfg,
         )
         argv = (
-            sys.executable, "-m", "pyrua_dojo.twin.policy_server",
+            sys.executable, "-m", "pyrua_dojo.harness.policy_server",
             "--config_path", str(policy.path / "deploy.yml"),
             "--overrides", *overrides, *extra_overrides,
         )
@@ -227,7 +227,7 @@ def run_twin_eval(
     overrides = list(extra_overrides)
     seg_server, oracle = None, None
     if twin_segmentation:
-        from pyrua_dojo.twin.scene_oracle import start_twin_segmentation
+        from pyrua_dojo.harness.scene_oracle import start_twin_segmentation
 
         seg_server, oracle = start_twin_segmentation()
         overrides.append(f"segmentation_url={seg_server.url}")
