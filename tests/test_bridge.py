@@ -89,28 +89,32 @@ def test_end_wakes_a_waiting_agent_with_episode_finished():
     assert cancel.cancelled
 
 
+def _ran_when_ended(handed_out: bool) -> list[int]:
+    bridge = StepBridge(CancelToken(), obs(0))
+    ran: list[int] = []
+
+    def agent() -> None:
+        try:
+            bridge.exchange([act(1), act(1), act(1)])
+        except EpisodeFinished as exc:
+            ran.append(exc.ran)
+
+    t = threading.Thread(target=agent)
+    t.start()
+    if handed_out:
+        while len(bridge.on_infer(obs(0))) != 3:  # the first INFER may come before the agent's chunk
+            pass
+    else:
+        time.sleep(0.3)
+    bridge.end("reset")
+    t.join(2)
+    return ran
+
+
 def test_the_end_says_how_many_actions_of_the_waiting_chunk_the_benchmark_received():
     """A chunk get_action handed out before the end counts (the judge ran it); one still waiting does not."""
-    for handed_out in (True, False):
-        bridge = StepBridge(CancelToken(), obs(0))
-        ran = []
-
-        def agent() -> None:
-            try:
-                bridge.exchange([act(1), act(1), act(1)])
-            except EpisodeFinished as exc:
-                ran.append(exc.ran)
-
-        t = threading.Thread(target=agent)
-        t.start()
-        if handed_out:
-            while len(bridge.on_infer(obs(0))) != 3:  # the first INFER may come before the agent's chunk
-                pass
-        else:
-            time.sleep(0.3)
-        bridge.end("reset")
-        t.join(2)
-        assert ran == [3 if handed_out else 0]
+    assert _ran_when_ended(handed_out=True) == [3]
+    assert _ran_when_ended(handed_out=False) == [0]
 
 
 def test_robo_counts_the_chunk_the_episode_ended_during() -> None:
