@@ -29,11 +29,17 @@ from pyrua_dojo.twin.reward import (
     is_not_any_A_in_B,
 )
 from pyrua_dojo.twin.scene import TwinScene
-from pyrua_dojo.twin.tasks_classify import BASKET_X, BASKET_Y, CLASSIFY_CATEGORIES, category_labels
+from pyrua_dojo.twin.tasks_classify import (
+    BASKET_X,
+    BASKET_Y,
+    CLASSIFY_CATEGORIES,
+    LANGUAGE_CATEGORIES,
+    category_labels,
+)
 
 STATION = load_station()
 TOP = STATION.table.top_z
-NEW_TASKS = ("classify_objects",)
+NEW_TASKS = ("classify_objects", "classify_objects_by_language")
 HOME = {
     "left": np.array([-0.301, -0.2098, 0.9215, 0.5, -0.5, 0.5, 0.5]),
     "right": np.array([0.299, -0.2098, 0.9215, 0.5, -0.5, 0.5, 0.5]),
@@ -161,13 +167,20 @@ def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
     assert card.instruction == lay.instruction
 
 
-def test_classify_layouts_follow_upstream() -> None:
-    """Three distinct categories of upstream's list, 1 to 3 instances each from its indices, in upstream's region;
-    the baskets welded at their fixed places."""
-    allowed = dict(CLASSIFY_CATEGORIES)
+@pytest.mark.parametrize(("task", "table", "sizes"), [
+    ("classify_objects", CLASSIFY_CATEGORIES, {1, 2, 3}),
+    ("classify_objects_by_language", LANGUAGE_CATEGORIES, {2, 3}),
+])
+def test_basket_layouts_follow_upstream(task: str, table: tuple, sizes: set[int]) -> None:
+    """Three distinct categories of upstream's list, 1 to 3 (by_language: 2 to 3) instances each from its indices,
+    in upstream's region; the baskets welded at their fixed places; by_language names the categories in order."""
+    allowed = dict(table)
     counts, categories = set(), set()
     for lid in range(25):
-        lay = get_task("classify_objects").layout(STATION, 0, lid)
+        lay = get_task(task).layout(STATION, 0, lid)
+        if task == "classify_objects_by_language":
+            named = catalogue_task(task).parse(lay.instruction)
+            assert named == {f"cat{c}": lay.object(f"cat{c}_0").spec.category for c in range(3)}
         for i, x in enumerate(BASKET_X):
             b = lay.object(f"basket{i}")
             assert b.static and b.pose[:2] == pytest.approx((x, BASKET_Y)) and b.spec.model_id == 2 + i
@@ -183,7 +196,7 @@ def test_classify_layouts_follow_upstream() -> None:
                 assert -0.43 <= o.pose[0] <= 0.43 and -0.23 <= o.pose[1] <= 0.0
                 yaw = math.degrees(2 * math.atan2(o.pose[6], o.pose[3]))
                 assert abs(yaw) <= 60.0 + 1e-6
-    assert counts == {1, 2, 3} and categories == set(allowed)
+    assert counts == sizes and categories == set(allowed)
 
 
 @pytest.mark.slow
@@ -260,6 +273,49 @@ def test_classify_near_misses_and_score_tiers() -> None:
     assert prog.reward == 0.0 and prog.process_score(success=False) == 15.0
     # Grippers closed: no score tier at all.
     assert run("classify_objects", lay, [state_of(lay, good, grip=0.5)]).process_score(success=False) == 0.0
+
+
+# ------------------------------------------------------------------------------ classify_objects_by_language
+
+
+def test_by_language_sorted_as_told_succeeds() -> None:
+    with TwinEnv() as env:
+        env.reset("classify_objects_by_language", seed=0, layout_id=1)
+        truth = env.truth(0)
+        act = hold(env)
+        for label, pose in sorted_poses(truth.layout, (0, 1, 2)).items():
+            truth.set_object_pose(label, pose)
+        for _ in range(3):
+            if env.is_episode_end():
+                break
+            env.take_action(act)
+        out = truth.outcome()
+        assert out.success and out.score == 1.0 and out.steps <= 3, out
+
+
+def test_by_language_near_misses_and_score_tiers() -> None:
+    task = "classify_objects_by_language"
+    lay = get_task(task).layout(STATION, 0, 1)
+    cats = category_labels(lay)
+    assert run(task, lay, [state_of(lay, sorted_poses(lay, (0, 1, 2)))]).reward == 1.0
+    # Sorted by category, but not into the baskets the instruction names: no success, no score.
+    swapped = run(task, lay, [state_of(lay, sorted_poses(lay, (1, 0, 2)))] * 3)
+    assert swapped.reward == 0.0 and swapped.process_score(success=False) == 10.0  # only category 2 is right
+    rotated = run(task, lay, [state_of(lay, sorted_poses(lay, (1, 2, 0)))] * 3)
+    assert rotated.reward == 0.0 and rotated.process_score(success=False) == 0.0
+    # Categories 0 and 1 right, one object of category 2 still on the table: tiers 10 then 40.
+    part = sorted_poses(lay, (0, 1, 2))
+    part[cats[2][0]] = [0.3, -0.15, TOP + 0.03, 1, 0, 0, 0]
+    prog = run(task, lay, [state_of(lay, part)])
+    assert prog.reward == 0.0 and prog.process_score(success=False) == 10.0
+    prog.step(state_of(lay, part))
+    assert prog.process_score(success=False) == 40.0
+    # Everything right except one object lying 1.1 cm above its basket's top: no success, 40 at most.
+    high = sorted_poses(lay, (0, 1, 2))
+    top = lay.object("basket2").pose[2] + parts.BASKET_HALF[2]
+    high[cats[2][0]] = [*high[cats[2][0]][:2], top + 0.011, *high[cats[2][0]][3:]]
+    prog = run(task, lay, [state_of(lay, high)] * 4)
+    assert prog.reward == 0.0 and prog.process_score(success=False) == 40.0
 
 
 # ------------------------------------------------------------------------------------------------ end to end

@@ -136,9 +136,48 @@ def _classify_instruction(names: list[str]) -> str:
     return catalogued("classify_objects").instruction
 
 
+def _language_program(layout: Layout, initial: WorldState) -> ProgramSpec:
+    """classify_objects_by_language: category i in basket i (left, middle, right); score tiers: one, two, then all
+    three categories each wholly in its own basket and alone there, grippers open (10, 40, 100)."""
+    cats = category_labels(layout)
+    grip = is_all_gripper_open(0.8)
+    own = [(*_own_basket(cats, c), grip) for c in range(len(cats))]
+    return ProgramSpec(
+        stages=((*(is_all_A_in_B(c, b) for c, b in zip(cats, BASKETS)), *_settled(cats), all_robot_back_to_origin()),),
+        score=ScoreSpec(
+            stages=(
+                (grip, any_of(*(all_of(*checks) for checks in own))),
+                (grip, any_of(*(all_of(*a, *b) for a, b in combinations(own, 2)))),
+                (grip, *own[0], *own[1], *own[2]),
+            ),
+            gradient=(10.0, 40.0, 100.0),
+        ),
+    )
+
+
+def _own_basket(cats: Sequence[tuple[str, ...]], c: int) -> tuple[Pred, ...]:
+    """upstream's `_cat<c>_checks` (without their trailing gripper check): category c wholly in basket c, below its
+    rim, and the other categories (in increasing order) not in it."""
+    basket = BASKETS[c]
+    return (
+        is_all_A_in_B(cats[c], basket),
+        is_all_A_z_lower_than_B_bbox_zmax(cats[c], basket, z_threshold=RIM_Z),
+        *(is_not_any_A_in_B(cats[i], basket) for i in range(len(cats)) if i != c),
+    )
+
+
+def _language_instruction(names: list[str]) -> str:
+    """upstream's template with each category's `model_name` (the twin's category name, written as upstream's
+    config spells it)."""
+    c0, c1, c2 = names
+    return catalogued("classify_objects_by_language").fill(cat0=c0, cat1=c1, cat2=c2)
+
+
 # ------------------------------------------------------------------------------------------------------ registry
 
 #: (name, layout, program, has a process score) - registered by `tasks.py` with the catalogue's facts.
 CLASSIFY_ROWS: tuple[tuple[str, LayoutFn, ProgramFn, bool], ...] = (
     ("classify_objects", _basket_layout(CLASSIFY_CATEGORIES, (1, 3), _classify_instruction), _classify_program, True),
+    ("classify_objects_by_language", _basket_layout(LANGUAGE_CATEGORIES, (2, 3), _language_instruction),
+     _language_program, True),
 )
