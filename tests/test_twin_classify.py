@@ -165,6 +165,21 @@ def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
     card = TaskCard.for_task(task, lay.instruction)
     assert card.step_limit == cat.step_limit and card.back_to_origin is cat.back_to_origin
     assert card.instruction == lay.instruction
+    assert spec.program(lay, state_of(lay, {})).queries == ()  # upstream registers no instant failure for these
+
+
+@pytest.mark.parametrize("table", [CLASSIFY_CATEGORIES, LANGUAGE_CATEGORIES])
+def test_category_names_find_their_objects_and_only_them(table: tuple) -> None:
+    """The segmentation stand-in matches a prompt to objects whose words cover it: upstream's category name (the
+    by_language instruction's word) covers every instance of its category and no instance of the others."""
+    from pyrua_dojo.segmentation.twin_backend import normalize_words
+
+    specs = {name: [parts.category_object(name, i) for i in ids] for name, ids in table}
+    for name in specs:
+        wanted = normalize_words(name)
+        for other, instances in specs.items():
+            for spec in instances:
+                assert (wanted <= normalize_words(spec.words)) is (other == name), (name, spec.key)
 
 
 @pytest.mark.parametrize(("task", "table", "sizes"), [
