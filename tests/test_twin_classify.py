@@ -121,16 +121,17 @@ def sorted_poses(lay: Layout, mapping: tuple[int, int, int]) -> dict[str, list[f
 
 def test_new_predicates_mirror_upstream() -> None:
     lay = get_task("classify_objects").layout(STATION, 0, 0)
-    cats = category_labels(lay)
-    inside = basket_slots(lay, cats[0], "basket1")
+    pens = category_labels(lay)[1]
+    assert len(pens) == 3
+    inside = basket_slots(lay, pens, "basket1")
     s = state_of(lay, inside)
-    assert not is_not_any_A_in_B(cats[0], "basket1")(s) and is_not_any_A_in_B(cats[0], "basket0")(s)
-    one_out = dict(inside)
-    first = cats[0][0]
-    one_out[first] = [0.0, -0.2, inside[first][2], 1, 0, 0, 0]
-    assert not is_not_any_A_in_B(cats[0], "basket1")(state_of(lay, one_out)) or len(cats[0]) == 1
+    assert not is_not_any_A_in_B(pens, "basket1")(s) and is_not_any_A_in_B(pens, "basket0")(s)
+    first = pens[0]
+    one_in = {first: inside[first]}  # the other two still on the table
+    assert not is_not_any_A_in_B(pens, "basket1")(state_of(lay, one_in))
+    assert is_not_any_A_in_B(pens, "basket1")(state_of(lay, {}))
     top = lay.object("basket1").pose[2] + parts.BASKET_HALF[2]
-    z_ok = is_all_A_z_lower_than_B_bbox_zmax(cats[0], "basket1", z_threshold=0.01)
+    z_ok = is_all_A_z_lower_than_B_bbox_zmax(pens, "basket1", z_threshold=0.01)
     assert z_ok(s)
     high = dict(inside)
     high[first] = [*inside[first][:2], top + 0.0101, *inside[first][3:]]
