@@ -84,13 +84,15 @@ def basket(model_id: int) -> ObjectSpec:
 
 def _car(category: str, model_id: int, colour: tuple[str, str], half_len: float, words: tuple[str, ...]) -> ObjectSpec:
     """A toy car on four wheels, long axis local x: body, cabin and wheels (radius 1.1 cm) fill a bbox
-    2 half_len x 4.8 x 4.2 cm."""
+    2 half_len x 4.8 x 4.2 cm. The wheels are drawn only; the body reaches down to the wheels' bottom and takes the
+    contacts (a box on the table: 4 contact points, where four cylinders cost general convex collisions)."""
     hz, hy, r = 0.021, 0.024, 0.011
     dark = _rgba(DARK)
     parts = (
-        Part("box", (half_len, 0.02, 0.009), pos=(0.0, 0.0, -0.004)),
+        Part("box", (half_len, 0.02, 0.013), pos=(0.0, 0.0, -0.008)),
         Part("box", (half_len * 0.5, 0.018, 0.008), pos=(-0.1 * half_len, 0.0, 0.013), rgba=_rgba("#bcd8f0")),
-        *(Part("cylinder", (r, 0.004), pos=(sx * half_len * 0.62, sy * (hy - 0.004), -hz + r), quat=_X90, rgba=dark)
+        *(Part("cylinder", (r, 0.004), pos=(sx * half_len * 0.62, sy * (hy - 0.004), -hz + r), quat=_X90, rgba=dark,
+               collide=False)
           for sx in (-1, 1) for sy in (-1, 1)),
     )
     return _spec(category, model_id, parts, colour, (half_len, hy, hz), words, 0.08)
@@ -155,8 +157,9 @@ def watch(model_id: int) -> ObjectSpec:
     """RoboDojo's `watch[i]` (classify_objects: 0-2; classify_objects_by_language: 4-7): a wristwatch lying flat,
     a 4 cm face on a 12 cm strap along local y."""
     colour = _pick(WATCH_LOOKS, "watch", model_id)
-    parts = (
-        Part("cylinder", (0.02, 0.006), pos=(0.0, 0.0, 0.0), rgba=_rgba("#d8dce0")),
+    parts = (  # the face is drawn; a square inside it takes its contacts (boxes: cheap, stable contacts)
+        Part("cylinder", (0.02, 0.006), pos=(0.0, 0.0, 0.0), rgba=_rgba("#d8dce0"), collide=False),
+        Part("box", (0.014, 0.014, 0.006), pos=(0.0, 0.0, 0.0), rgba=_rgba("#d8dce0")),
         Part("box", (0.011, 0.06, 0.003), pos=(0.0, 0.0, -0.003)),
     )
     return _spec("watch", model_id, parts, colour, (0.02, 0.06, 0.006), ("watch", "wristwatch", "clock"), 0.05)
@@ -173,8 +176,9 @@ def garage(model_id: int) -> ObjectSpec:
     figurine standing on a 4 cm round base, upright along local +z."""
     colour = _pick(GARAGE_LOOKS, "garage", model_id)
     hz = 0.036
-    parts = (
-        Part("cylinder", (0.02, 0.004), pos=(0.0, 0.0, -hz + 0.004), rgba=_rgba("#404040")),
+    parts = (  # the round base is drawn; a square plate inside it takes the contacts
+        Part("cylinder", (0.02, 0.004), pos=(0.0, 0.0, -hz + 0.004), rgba=_rgba("#404040"), collide=False),
+        Part("box", (0.014, 0.014, 0.004), pos=(0.0, 0.0, -hz + 0.004), rgba=_rgba("#404040")),
         Part("box", (0.012, 0.009, 0.02), pos=(0.0, 0.0, -hz + 0.028)),
         Part("sphere", (0.012,), pos=(0.0, 0.0, hz - 0.012), rgba=_rgba("#f0c8a0")),
     )
