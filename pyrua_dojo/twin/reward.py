@@ -724,6 +724,44 @@ def is_axis_aligned(
     )
 
 
+# ---------------------------------------------------------------------------------- tw-classify: sorting, tidying
+
+
+def is_not_any_A_in_B(labels_A: Sequence[str], label_B: str) -> Pred:
+    """RoboDojo's `is_not_any_A_in_B`: no label in labels_A passes `is_A_in_B` against label_B."""
+    labels = tuple(labels_A)
+    preds = tuple(is_A_in_B(a, label_B) for a in labels)
+    return Pred(f"is_not_any_A_in_B({list(labels)}, {label_B})", lambda s: not any(p(s) for p in preds))
+
+
+def is_all_A_z_lower_than_B_bbox_zmax(labels_A: Sequence[str], label_B: str, z_threshold: float = 0.0) -> Pred:
+    """RoboDojo's `is_all_A_z_lower_than_B_bbox_zmax`: every root of labels_A less than z_threshold above the top of
+    B's world bbox."""
+    labels = tuple(labels_A)
+
+    def fn(s: WorldState) -> bool:
+        _, _, z_max = _footprint(s, label_B)
+        return all(float(s.objects[a][2]) - z_max < z_threshold for a in labels)
+
+    return Pred(f"is_all_A_z_lower_than_B_bbox_zmax({list(labels)}, {label_B}, {z_threshold})", fn)
+
+
+def is_A_bbox_cover_rect_region(label_A: str, rect_bounds: Sequence[float], atol: float = 1e-6) -> Pred:
+    """RoboDojo's `is_A_bbox_cover_rect_region` (rect_bounds form): the xy convex hull of A's world bbox, grown by
+    atol, covers the rectangle `[x_min, y_min, x_max, y_max]` (convex: covering its four corners covers it). A
+    degenerate rectangle is refused here (upstream answers 0 for it)."""
+    x_min, y_min, x_max, y_max = (float(v) for v in rect_bounds)
+    corners = np.array([[x_min, y_min], [x_max, y_min], [x_max, y_max], [x_min, y_max]])
+    if (x_max - x_min) * (y_max - y_min) < 1e-12:
+        raise ValueError(f"rect_bounds must be [x_min, y_min, x_max, y_max] with a positive area, got {list(rect_bounds)}")
+
+    def fn(s: WorldState) -> bool:
+        hull, _, _ = _footprint(s, label_A)
+        return all(polygon_covers(hull, c, atol) for c in corners)
+
+    return Pred(f"is_A_bbox_cover_rect_region({label_A}, {[x_min, y_min, x_max, y_max]})", fn)
+
+
 # ------------------------------------------------------------------------------------------------------ programs
 
 

@@ -300,6 +300,12 @@ def _rearrange_rows() -> tuple:
     return REARRANGE_ROWS
 
 
+def _classify_rows() -> tuple:
+    from pyrua_dojo.twin.tasks_classify import CLASSIFY_ROWS  # classify_objects (+ _by_language), organize_table
+
+    return CLASSIFY_ROWS
+
+
 def _catalogued_spec(name: str, layout_fn: LayoutFn, program_fn: ProgramFn, has_score: bool) -> TaskSpec:
     """A twin task whose step limit, episode count, dimension and back-to-origin flag are the catalogue's."""
     from pyrua_dojo.catalog import get_task as catalogued
@@ -325,6 +331,7 @@ TASKS: Mapping[str, TaskSpec] = {
         *(_catalogued_spec(*row) for row in BLOCK_TASKS),
         *(_catalogued_spec(*row) for row in _precision_rows()),
         *(_catalogued_spec(*row) for row in _rearrange_rows()),
+        *(_catalogued_spec(*row) for row in _classify_rows()),
     )
 }
 
