@@ -10,20 +10,15 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from pyrua_dojo.run_options import (
+    PLANNERS,
+    SEG_NOISE_LEVELS,
+    STATION_MODES,
+    add_run_arguments,
+    add_twin_conditions,
+)
+
 Handler = Callable[[argparse.Namespace], int]
-
-
-SEG_NOISE_LEVELS = ("none", "mild", "realistic", "harsh")  # pyrua_dojo.segmentation.twin_backend.NOISE_LEVELS
-STATION_MODES = ("unknown", "exact")  # pyrua_dojo.twin.station_draw.STATION_MODES
-
-
-def _twin_conditions(p: argparse.ArgumentParser) -> None:
-    """--seg-noise and --station: how far the twin is from an oracle (defaults estimate RoboDojo)."""
-    p.add_argument("--seg-noise", default="realistic", choices=SEG_NOISE_LEVELS,
-                   help="twin mask noise modelling SAM 3's failures (default realistic; none = the oracle)")
-    p.add_argument("--station", default="unknown", choices=STATION_MODES,
-                   help="unknown (default): each layout's true station drawn around the defaults the agent assumes; "
-                   "exact: the twin simulates the agent's station")
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:
@@ -96,7 +91,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     programs.add_argument("--layouts", type=int, default=50, help="layouts per task")
     programs.add_argument("--seed", type=int, default=0)
     programs.add_argument("--run-root", default=None, help="keep the run directories here (default: a temp dir)")
-    _twin_conditions(programs)
+    add_twin_conditions(programs)
     programs.add_argument("--calibrate", action="store_true",
                           help="calibrate each layout's drawn station first; the agent runs with that file")
     programs.add_argument("--sweep", action="store_true",
@@ -423,30 +418,11 @@ def _add_play(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--task", required=True, help="a twin task (e.g. stack_blocks)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--layout", type=int, default=0)
-    p.add_argument("--planner", choices=("scripted", "openai", "replay", "relay", "console"), default="scripted",
-                   help="relay: the LLM is whoever answers `pyrua-dojo relay show/reply` (the command is printed); "
-                   "console: you, at this terminal")
-    p.add_argument("--answer-timeout", type=float, default=1800.0, metavar="S",
-                   help="relay/console: seconds a turn waits for its answer (default 1800)")
-    p.add_argument("--preset", help="model preset (coder-4b, hosted-reasoning, open-weights-chat, or a .yml): "
-                   "fills in the LLM settings not given otherwise")
-    p.add_argument("--model", help="LLM name (openai planner)")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint (openai planner)")
-    p.add_argument("--api-key-env", help="environment variable holding the API key (openai planner)")
-    p.add_argument("--replay-from", metavar="RUN_DIR", help="recorded run to replay (replay planner)")
-    p.add_argument("--program", metavar="FILE", help="percent-format program instead of the task's (scripted planner)")
-    p.add_argument("--llm-call-budget", type=int, help="LLM calls per episode (deploy.yml: 100)")
-    p.add_argument("--depth", action="store_true", help="depth and camera matrices in observations and prompt")
-    p.add_argument("--segmentation", default="twin", metavar="twin|URL|none",
-                   help="twin (default): a segmentation server over the twin's masks; a URL; or none")
-    _twin_conditions(p)
+    add_run_arguments(p, planners=(*PLANNERS, "console"), judging_card_default=None,
+                      relay_help="relay: the LLM is whoever answers `pyrua-dojo relay show/reply` (the command is "
+                      "printed); console: you, at this terminal")
     p.add_argument("--results", default="eval_result", metavar="DIR", help="results go to DIR/RoboDojo/<task>/...")
     p.add_argument("--run-root", metavar="DIR", help="where the agent writes run directories (default: a temp dir)")
-    p.add_argument("--videos", action="store_true", help="one mp4 per camera (RoboDojo's names)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides",
-                   help="extra deploy.yml override for the Model (repeatable)")
-    p.add_argument("--judging-card", action=argparse.BooleanOptionalAction, default=None,
-                   help="the task card says what RoboDojo's success check accepts (default: deploy.yml's, on)")
 
     def run(args: argparse.Namespace) -> int:
         from pyrua_dojo.play import run_cli
@@ -555,27 +531,10 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="eval_result", metavar="DIR", help="results go to DIR/RoboDojo/<task>/...")
     p.add_argument("--run-id", help="the run to write or resume (default: the latest of this configuration)")
     p.add_argument("--new-run", action="store_true", help="start a new run instead of resuming the latest")
-    p.add_argument("--planner", choices=("scripted", "openai", "replay", "relay"), default="scripted",
-                   help="relay: each episode's LLM is whoever answers its relay (`relay show` commands are printed)")
-    p.add_argument("--answer-timeout", type=float, default=1800.0, metavar="S",
-                   help="relay: seconds a turn waits for its answer (default 1800)")
-    p.add_argument("--preset", help="model preset (coder-4b, hosted-reasoning, open-weights-chat, or a .yml): "
-                   "fills in the LLM settings not given otherwise")
-    p.add_argument("--model", help="LLM name (openai planner)")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint (openai planner)")
-    p.add_argument("--api-key-env", help="environment variable holding the API key (openai planner)")
-    p.add_argument("--program", metavar="FILE", help="percent-format program instead of the task's (scripted planner)")
-    p.add_argument("--replay-from", metavar="RUN_DIR", help="recorded run to replay (replay planner)")
-    p.add_argument("--llm-call-budget", type=int, help="LLM calls per episode (deploy.yml: 100)")
-    p.add_argument("--depth", action="store_true", help="depth and camera matrices in observations and prompt")
-    p.add_argument("--segmentation", default="twin", metavar="twin|URL|none", help="segmentation service (default twin)")
-    _twin_conditions(p)
-    p.add_argument("--videos", action="store_true", help="one mp4 per camera per episode (RoboDojo's names)")
+    add_run_arguments(p, planners=PLANNERS, judging_card_default=True,
+                      relay_help="relay: each episode's LLM is whoever answers its relay (`relay show` commands are "
+                      "printed)")
     p.add_argument("--ckpt-name", help="the ckpt_name of RoboDojo's result path (default: model or planner)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides",
-                   help="extra deploy.yml override for the Model (repeatable)")
-    p.add_argument("--judging-card", action=argparse.BooleanOptionalAction, default=True,
-                   help="the task card says what RoboDojo's success check accepts (default: on; recorded in _eval.json)")
 
     def run(args: argparse.Namespace) -> int:
         from pyrua_dojo.evaluate.runner import run_cli

@@ -16,7 +16,9 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar
+
+from pyrua_dojo.run_options import PLANNERS, RunOptions, run_options_from_args
 
 __all__ = ["PlayOptions", "PlayResult", "play", "run_cli"]
 
@@ -26,64 +28,26 @@ POLICY_NAME = "PyRUA_Dojo"
 
 
 @dataclass(frozen=True)
-class PlayOptions:
-    """One `play` episode. `segmentation`: "twin", "none" or a service URL; `seg_noise`: the twin server's mask
-    noise level (`NOISE_LEVELS`; "realistic" by default, "none" is the oracle); `station`: "unknown" (the twin
-    simulates a station drawn per layout, the agent keeps its own) or "exact"."""
+class PlayOptions(RunOptions):
+    """One `play` episode: the task, seed and layout, where results go, and the options `eval` shares
+    (RunOptions)."""
+
+    planners: ClassVar[tuple[str, ...]] = (*PLANNERS, "console")
 
     task: str
     seed: int = 0
     layout: int = 0
-    planner: Literal["scripted", "openai", "replay", "relay", "console"] = "scripted"
-    preset: str | None = None  # a model preset (deploy.yml's `preset`); explicit settings win over it
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    replay_from: Path | None = None
-    program: Path | None = None
-    llm_call_budget: int | None = None
-    depth: bool = False
-    segmentation: str = "twin"
-    seg_noise: str = "realistic"
-    station: str = "unknown"
     results: Path = Path("eval_result")
     run_root: Path | None = None  # None: a fresh temporary directory
-    videos: bool = False
     ckpt_name: str = "play"
     run_id: str | None = None
-    overrides: tuple[str, ...] = ()  # extra deploy.yml overrides, key=value
-    judging_card: bool | None = None  # the policy setting judging_card; None: deploy.yml's (default true)
     policy_dir: Path | None = None  # default: the packaged plugin (submission/PyRUA_Dojo)
-    request_timeout_s: float = 120.0
-    answer_timeout_s: float = 1800.0  # relay / console: seconds one turn may wait for its answer
 
     def __post_init__(self) -> None:
         from pyrua_dojo.twin.tasks import get_task
 
         get_task(self.task)  # ValueError naming the twin's tasks
-        if self.planner not in ("scripted", "openai", "replay", "relay", "console"):
-            raise ValueError(f"planner must be scripted, openai, replay, relay or console, got {self.planner!r}")
-        if not self.answer_timeout_s > 0:
-            raise ValueError(f"answer_timeout_s must be positive, got {self.answer_timeout_s!r}")
-        if self.planner == "replay" and self.replay_from is None:
-            raise ValueError("the replay planner needs replay_from (a recorded run directory)")
-        seg = self.segmentation
-        if seg not in ("twin", "none") and not seg.startswith(("http://", "https://")):
-            raise ValueError(f"segmentation must be twin, none or an http(s) URL, got {seg!r}")
-        from pyrua_dojo.segmentation.twin_backend import noise_level
-        from pyrua_dojo.twin.station_draw import STATION_MODES
-
-        noise_level(self.seg_noise)  # ValueError naming the levels
-        if self.station not in STATION_MODES:
-            raise ValueError(f"station must be one of {STATION_MODES}, got {self.station!r}")
-        if self.llm_call_budget is not None and self.llm_call_budget < 1:
-            raise ValueError(f"llm_call_budget must be >= 1, got {self.llm_call_budget}")
-        if self.judging_card is not None and any(o.partition("=")[0].strip() == "judging_card" for o in self.overrides):
-            raise ValueError("judging_card is given twice (--judging-card and --set judging_card=...)")
-        if self.preset is not None:
-            from pyrua_dojo.presets import load_preset
-
-            load_preset(self.preset)  # ValueError naming the known presets
+        super().__post_init__()
 
 
 @dataclass(frozen=True)
@@ -111,19 +75,7 @@ def _model_cfg(options: PlayOptions, policy: Any, segmentation_url: str | None, 
             action_type="joint", env_cfg_type="arx_x5_depth" if options.depth else "arx_x5", host="127.0.0.1",
         )
     )
-    cfg.update(planner=options.planner, depth=options.depth, segmentation_url=segmentation_url, run_root=str(run_root))
-    for key, value in (
-        ("preset", options.preset),
-        ("model", options.model),
-        ("base_url", options.base_url),
-        ("api_key_env", options.api_key_env),
-        ("replay_from", None if options.replay_from is None else str(options.replay_from)),
-        ("program", None if options.program is None else str(options.program)),
-        ("llm_call_budget", options.llm_call_budget),
-        ("judging_card", options.judging_card),
-    ):
-        if value is not None:
-            cfg[key] = value
+    cfg.update(options.policy_settings(), segmentation_url=segmentation_url, run_root=str(run_root))
     if relay_url is not None:
         from pyrua_dojo.relay_play import relay_model_cfg
 
@@ -269,24 +221,9 @@ def run_cli(args: argparse.Namespace) -> int:
             task=args.task,
             seed=args.seed,
             layout=args.layout,
-            planner=args.planner,
-            preset=getattr(args, "preset", None),
-            model=args.model,
-            base_url=args.base_url,
-            api_key_env=args.api_key_env,
-            replay_from=Path(args.replay_from) if args.replay_from else None,
-            program=Path(args.program) if args.program else None,
-            llm_call_budget=args.llm_call_budget,
-            depth=args.depth,
-            segmentation=args.segmentation,
-            seg_noise=args.seg_noise,
-            station=args.station,
             results=Path(args.results),
             run_root=Path(args.run_root) if args.run_root else None,
-            videos=args.videos,
-            overrides=tuple(args.overrides or ()),
-            answer_timeout_s=args.answer_timeout,
-            judging_card=getattr(args, "judging_card", None),
+            **run_options_from_args(args),
         )
         print(f"play: {options.task} seed {options.seed} layout {options.layout}; "
               f"{conditions_line(options.segmentation, options.seg_noise, options.station)}", flush=True)

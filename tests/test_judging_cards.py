@@ -173,7 +173,7 @@ def test_play_passes_the_setting_and_refuses_it_twice() -> None:
     cfg = play_module._model_cfg(PlayOptions(task="align_blocks", overrides=("judging_card=false",)), policy, None,
                                  Path("runs"))  # fmt: skip
     assert PolicyConfig.from_model_cfg(cfg).prompt.judging_card is False
-    with pytest.raises(ValueError, match="judging_card is given twice"):
+    with pytest.raises(ValueError, match="judging_card is set twice"):
         PlayOptions(task="align_blocks", judging_card=True, overrides=("judging_card=false",))
 
 

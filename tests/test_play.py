@@ -76,5 +76,5 @@ def test_bad_play_options_are_clear_errors(tmp_path, capsys):
     assert "segmentation must be twin, none or an http(s) URL" in capsys.readouterr().err
     assert main(["play", "--task", "no_such_task", "--segmentation", "none", "--results", str(tmp_path)]) == 2
     assert "unknown twin task 'no_such_task'" in capsys.readouterr().err
-    with pytest.raises(ValueError, match="replay planner needs replay_from"):
+    with pytest.raises(ValueError, match="replay planner needs --replay-from"):
         PlayOptions(task="stack_blocks", planner="replay")

@@ -37,9 +37,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, TextIO
+from typing import Any, TextIO
 
 from pyrua_dojo.files import create_once
+from pyrua_dojo.run_options import RunOptions, run_options_from_args
 from pyrua_dojo.evaluate.results import (
     BENCHMARK,
     EPISODES_DIR,
@@ -131,8 +132,9 @@ class Shard:
 
 
 @dataclass(frozen=True)
-class EvalSettings:
-    """One `eval` invocation. `episodes`: layouts per (task, seed), None for the task's own count."""
+class EvalSettings(RunOptions):
+    """One `eval` invocation: tasks, seeds, layouts, workers, where results go, and the options `play` shares
+    (RunOptions). `episodes`: layouts per (task, seed), None for the task's own count."""
 
     tasks: tuple[str, ...]
     seeds: tuple[int, ...] = (0,)
@@ -142,25 +144,10 @@ class EvalSettings:
     out: Path = Path("eval_result")
     run_id: str | None = None
     new_run: bool = False
-    planner: Literal["scripted", "openai", "replay", "relay"] = "scripted"
-    preset: str | None = None
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    program: Path | None = None
-    replay_from: Path | None = None
-    llm_call_budget: int | None = None
-    depth: bool = False
-    segmentation: str = "twin"
-    seg_noise: str = "realistic"  # twin mask noise level (NOISE_LEVELS); "none" = the oracle
-    station: str = "unknown"  # "exact": the twin simulates the agent's own station
-    videos: bool = False
     ckpt_name: str | None = None
-    overrides: tuple[str, ...] = ()
-    request_timeout_s: float = 3600.0
-    answer_timeout_s: float = 1800.0  # relay: seconds a turn waits for its answer
     layouts: str | None = None  # --layouts "3" / "0-9" / "0,3,5-7": these layout ids instead of 0..episodes-1
-    judging_card: bool = True  # the policy setting judging_card (what the task card says about RoboDojo's check)
+    request_timeout_s: float = field(default=3600.0, kw_only=True)
+    judging_card: bool | None = field(default=True, kw_only=True)  # recorded in _eval.json
 
     def __post_init__(self) -> None:
         from pyrua_dojo.twin.tasks import get_task as twin_task
@@ -184,20 +171,7 @@ class EvalSettings:
                 _layouts(t, None, self.layouts)  # ValueError on a bad or out-of-range id
         if self.workers < 1:
             raise ValueError(f"--workers must be >= 1, got {self.workers}")
-        if self.planner not in ("scripted", "openai", "replay", "relay"):
-            raise ValueError(f"planner must be scripted, openai, replay or relay, got {self.planner!r}")
-        if any(o.partition("=")[0].strip() == "judging_card" for o in self.overrides):
-            raise ValueError("set judging_card with --judging-card / --no-judging-card, not --set")
-        if self.preset is not None:
-            from pyrua_dojo.presets import load_preset
-
-            load_preset(self.preset)  # ValueError naming the known presets
-        if self.planner == "openai" and not self.model and not self.preset:
-            raise ValueError("the openai planner needs --model or --preset")
-        if self.planner == "replay" and self.replay_from is None:
-            raise ValueError("the replay planner needs --replay-from")
-        if self.program is not None and not Path(self.program).is_file():
-            raise ValueError(f"program file not found: {self.program}")
+        super().__post_init__()
         if self.run_id is not None and (not self.run_id or "/" in self.run_id or self.run_id in (".", "..")):
             raise ValueError(f"--run-id must be a plain name, got {self.run_id!r}")
         if self.run_id is not None and self.new_run:
@@ -205,12 +179,6 @@ class EvalSettings:
         if self.shard.count > 1 and self.run_id is None:
             raise ValueError("shards merge by path, so every shard needs the same --run-id "
                              f"(for example --run-id {new_run_id()})")
-        from pyrua_dojo.segmentation.twin_backend import noise_level
-        from pyrua_dojo.twin.station_draw import STATION_MODES
-
-        noise_level(self.seg_noise)  # ValueError naming the levels
-        if self.station not in STATION_MODES:
-            raise ValueError(f"station must be one of {STATION_MODES}, got {self.station!r}")
         ckpt = self.ckpt
         if not ckpt or "/" in ckpt:
             raise ValueError(f"ckpt name must be a non-empty name without '/', got {ckpt!r}")
@@ -475,27 +443,11 @@ def run_episode(settings: EvalSettings, run_id: str, key: EpisodeKey, worker: in
             task=key.task,
             seed=key.seed,
             layout=key.layout_id,
-            planner=settings.planner,
-            preset=settings.preset,
-            model=settings.model,
-            base_url=settings.base_url,
-            api_key_env=settings.api_key_env,
-            replay_from=settings.replay_from,
-            program=settings.program,
-            llm_call_budget=settings.llm_call_budget,
-            depth=settings.depth,
-            segmentation=settings.segmentation,
-            seg_noise=settings.seg_noise,
-            station=settings.station,
             results=Path(settings.out),
             run_root=run_root,
-            videos=settings.videos,
             ckpt_name=settings.ckpt,
             run_id=run_id,
-            overrides=settings.overrides,
-            request_timeout_s=settings.request_timeout_s,
-            answer_timeout_s=settings.answer_timeout_s,
-            judging_card=settings.judging_card,
+            **settings.run_options(),
         )
         result = play(options, echo=lambda line: log.debug("%s", line))
     except Exception as exc:  # noqa: BLE001 - one episode's failure must not stop the eval
@@ -866,24 +818,9 @@ def settings_from_args(args: Any) -> EvalSettings:
         out=Path(args.out),
         run_id=args.run_id,
         new_run=args.new_run,
-        planner=args.planner,
-        preset=getattr(args, "preset", None),
-        model=args.model,
-        base_url=args.base_url,
-        api_key_env=args.api_key_env,
-        program=Path(args.program) if args.program else None,
-        replay_from=Path(args.replay_from) if args.replay_from else None,
-        llm_call_budget=args.llm_call_budget,
-        depth=args.depth,
-        segmentation=args.segmentation,
-        seg_noise=getattr(args, "seg_noise", "realistic"),
-        station=getattr(args, "station", "unknown"),
-        videos=args.videos,
         ckpt_name=args.ckpt_name,
-        overrides=tuple(args.overrides or ()),
-        answer_timeout_s=getattr(args, "answer_timeout", 1800.0),
-        layouts=getattr(args, "layouts", None),
-        judging_card=getattr(args, "judging_card", True),
+        layouts=args.layouts,
+        **run_options_from_args(args),
     )
 
 
