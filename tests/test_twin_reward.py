@@ -10,10 +10,13 @@ import pytest
 
 from pyrua_dojo.twin.objects import NamedPoint, box_corners
 from pyrua_dojo.twin.reward import (
+    SCORE_MODES,
+    Pred,
     PreState,
     ProgramSpec,
     Query,
     RewardProgram,
+    ScoreSpec,
     WorldState,
     is_A_depth_in_B,
     is_A_functional_point_close_to_B_functional_point,
@@ -339,3 +342,106 @@ def test_bench_twin_all_tasks_runs_full_length_episodes() -> None:
     f = figures["align_blocks"]
     assert f["steps"] == 200 and f["target_s"] == pytest.approx(200 * 5.0 / 550)
     assert f["episode_wall_s"] > 0 and f["render_rgb_ms"] > 0 and f["objects"] == 4
+
+
+# ------------------------------------------------------------------------------ score modes (branch tw-tools)
+
+
+def _flags(box: dict[str, bool], *names: str) -> tuple[Pred, ...]:
+    return tuple(Pred(n, lambda s, n=n: box[n]) for n in names)
+
+
+def _score_program(mode: str, gradient: tuple[float, ...], box: dict[str, bool]) -> RewardProgram:
+    """Three score entries e0, e1, e2 (one flag each) and one success stage `done`."""
+    entries = tuple((p,) for p in _flags(box, "e0", "e1", "e2"))
+    spec = ProgramSpec(stages=(_flags(box, "done"),), score=ScoreSpec(entries, gradient, mode))  # type: ignore[arg-type]
+    return RewardProgram(spec)
+
+
+def _empty() -> WorldState:
+    return world({"o": pose(0, 0, 0.8)})
+
+
+def test_score_paired_sums_the_entries_passed_in_any_order() -> None:
+    """Upstream `paired`: every pending entry is checked each step; a passed one adds its own score, once."""
+    box = {"e0": False, "e1": False, "e2": False, "done": False}
+    prog = _score_program("paired", (30.0, 50.0, 20.0), box)
+    box.update(e2=True)
+    prog.step(_empty())
+    assert prog.process_score(success=False) == 20.0
+    box.update(e2=False, e0=True)  # e2 stays achieved although it no longer holds
+    prog.step(_empty())
+    prog.step(_empty())  # e0 again: counted once
+    assert prog.process_score(success=False) == 50.0 and prog.status().score_reached == 2
+    box.update(e1=True)
+    prog.step(_empty())
+    # 20 + 30 + 50 = 100: on failure the entry achieved last (e1, 50) is dropped; with success all of it.
+    assert prog.process_score(success=False) == 50.0
+    assert prog.process_score(success=True) == 100.0
+
+
+def test_score_paired_several_entries_in_one_step_and_totals_other_than_100() -> None:
+    box = {"e0": True, "e1": True, "e2": False, "done": False}
+    prog = _score_program("paired", (40.0, 60.0, 10.0), box)
+    prog.step(_empty())  # two entries in one step, achieved in list order e0 then e1
+    assert prog.status().score_reached == 2
+    assert prog.process_score(success=False) == 40.0  # sum 100 without success: drop e1 (the last achieved)
+    box.update(e2=True)
+    prog.step(_empty())
+    assert prog.process_score(success=False) == 110.0  # a total other than exactly 100 is never gated
+
+
+def test_score_paired_accepts_a_decreasing_gradient_the_ordered_modes_do_not() -> None:
+    box = {"e0": False, "e1": False, "e2": False, "done": False}
+    _score_program("paired", (50.0, 30.0, 20.0), box)
+    for mode in ("by_count", "transition"):
+        with pytest.raises(ValueError, match="non-decreasing"):
+            _score_program(mode, (50.0, 30.0, 20.0), box)
+    with pytest.raises(ValueError, match="score mode"):
+        _score_program("sum", (10.0, 20.0, 100.0), box)
+
+
+def test_score_by_count_counts_entries_in_any_order_several_per_step() -> None:
+    """Upstream `by_count`: gradient[passed - 1], where passed counts the entries that ever held (each once)."""
+    box = {"e0": False, "e1": False, "e2": False, "done": False}
+    prog = _score_program("by_count", (10.0, 30.0, 100.0), box)
+    box.update(e2=True)  # the last entry first: transition would not move, by_count reaches tier 1
+    prog.step(_empty())
+    assert prog.process_score(success=False) == 10.0
+    prog.step(_empty())  # e2 again: not counted twice
+    assert prog.status().score_reached == 1
+    box.update(e2=False, e0=True, e1=True)  # two in one step
+    prog.step(_empty())
+    assert prog.status().score_reached == 3
+    assert prog.process_score(success=False) == 30.0  # the 100 tier needs success
+    box.update(done=True)
+    prog.step(_empty())
+    assert prog.reward == 1.0 and prog.process_score(success=True) == 100.0
+
+
+def test_score_transition_checks_only_the_next_tier() -> None:
+    box = {"e0": False, "e1": False, "e2": True, "done": False}
+    prog = _score_program("transition", (10.0, 30.0, 100.0), box)
+    prog.step(_empty())
+    assert prog.process_score(success=False) == 0.0  # e2 holds, but e0 is next
+    box.update(e0=True, e1=True)
+    prog.step(_empty())
+    assert prog.process_score(success=False) == 10.0  # one tier per step
+    prog.step(_empty())
+    prog.step(_empty())
+    assert prog.status().score_reached == 3
+    assert prog.process_score(success=False) == 30.0 and prog.process_score(success=True) == 100.0
+
+
+def test_score_is_not_evaluated_after_an_instant_failure() -> None:
+    box = {"e0": False, "e1": False, "e2": False, "done": False, "bad": True}
+    entries = tuple((p,) for p in _flags(box, "e0", "e1", "e2"))
+    for mode in SCORE_MODES:
+        spec = ProgramSpec(stages=(_flags(box, "done"),), queries=(Query(_flags(box, "bad"), 0),),
+                           score=ScoreSpec(entries, (10.0, 30.0, 60.0), mode))
+        prog = RewardProgram(spec)
+        prog.step(_empty())  # counts 1 > aim 0: failed before the score is looked at
+        box.update(e0=True)
+        prog.step(_empty())
+        box.update(e0=False)
+        assert prog.failed and prog.status().score_reached == 0 and prog.process_score(success=False) == 0.0
