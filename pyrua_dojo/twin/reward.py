@@ -731,6 +731,41 @@ def is_axis_aligned(
     )
 
 
+# ------------------------------------------------------------------ tw-tools: sweep_blocks, store_tools_in_toolbox
+
+
+def is_A_on_B_left(label_A: str, label_B: str, x_threshold: float = 0.1) -> Pred:
+    """RoboDojo's `is_A_on_B_left`: B's root more than x_threshold further along world +x than A's."""
+    return Pred(
+        f"is_A_on_B_left({label_A}, {label_B}, {x_threshold})",
+        lambda s: float(s.objects[label_B][0]) - float(s.objects[label_A][0]) > x_threshold,
+    )
+
+
+def is_A_cover_B(label_A: str, label_B: str) -> Pred:
+    """RoboDojo's `is_A_cover_B` (see `is_a_cover_b`): A's footprint contains B's, B's top below A's top, B's
+    bottom above A's bottom - 3 cm."""
+    return Pred(f"is_A_cover_B({label_A}, {label_B})", lambda s: is_a_cover_b(s, label_A, label_B))
+
+
+def is_all_A_in_B_support_circle(labels_A: Sequence[str], label_B: str, B_tag: str, A_tag: str | None = None) -> Pred:
+    """RoboDojo's `is_all_A_in_B_support_circle`: every label passes `is_A_in_B_support_circle` (the circles' own
+    radii; upstream passes no radius). An empty list holds, as upstream's loop does."""
+    preds = tuple(is_A_in_B_support_circle(a, label_B, B_tag, A_tag=A_tag) for a in labels_A)
+    return Pred(f"is_all_A_in_B_support_circle({list(labels_A)}, {label_B}:{B_tag!r})", lambda s: all(p(s) for p in preds))
+
+
+def is_all_pointA_in_B_functional_bbox(
+    labels_A: Sequence[str], label_B: str, B_tag: str, A_tag: str | None = None, B_side: PointSide = "passive"
+) -> Pred:
+    """RoboDojo's `is_all_pointA_in_B_functional_bbox`: every label passes `is_pointA_in_B_functional_bbox`. An empty
+    list holds, as upstream's loop does."""
+    preds = tuple(is_pointA_in_B_functional_bbox(a, label_B, B_tag, A_tag=A_tag, B_side=B_side) for a in labels_A)
+    return Pred(
+        f"is_all_pointA_in_B_functional_bbox({list(labels_A)}, {label_B}:{B_tag!r})", lambda s: all(p(s) for p in preds)
+    )
+
+
 # ------------------------------------------------------------------------------------------------------ programs
 
 
