@@ -22,6 +22,10 @@ from pyrua_dojo.twin.reward import (
     is_A_functional_point_close_to_B_functional_point,
     is_A_in_B,
     is_A_in_B_support_circle,
+    is_A_cover_B,
+    is_A_on_B_left,
+    is_all_A_in_B_support_circle,
+    is_all_pointA_in_B_functional_bbox,
     is_A_point_above_B_point_by_z_range,
     is_A_up_B,
     is_A_xy_distance_close_to_pos,
@@ -445,3 +449,35 @@ def test_score_is_not_evaluated_after_an_instant_failure() -> None:
         prog.step(_empty())
         box.update(e0=False)
         assert prog.failed and prog.status().score_reached == 0 and prog.process_score(success=False) == 0.0
+
+
+# --------------------------------------------------------------- tw-tools predicates (sweep_blocks, toolbox)
+
+
+def test_is_A_on_B_left_is_more_than_the_threshold_along_x() -> None:
+    pred = is_A_on_B_left("pan", "broom")  # upstream's default: 10 cm
+    assert pred(world({"pan": pose(-0.2, 0.0, 0.8), "broom": pose(-0.099, 0.3, 0.8)}))  # y does not matter
+    assert not pred(world({"pan": pose(-0.2, 0.0, 0.8), "broom": pose(-0.101, 0.0, 0.8)}))
+    assert not pred(world({"pan": pose(0.2, 0.0, 0.8), "broom": pose(-0.2, 0.0, 0.8)}))  # on the right
+
+
+def test_is_all_A_in_B_support_circle_and_functional_bbox_need_every_object() -> None:
+    corners = tuple(fp("handle", x, y, 0.0) for x in (-0.06, 0.06) for y in (-0.08, 0.08))
+    pts = {"pan": (NamedPoint("broom_shovel/0", (0, 0, 0), kind="support", radius=0.06), *corners)}
+    pan = pose(0.0, 0.0, 0.78, quat((0, 0, 1), 90))  # turned: the rectangle is 16 cm along x, 12 cm along y
+    circle = is_all_A_in_B_support_circle(("c0", "c1"), "pan", "broom_shovel/0")
+    rect = is_all_pointA_in_B_functional_bbox(("c0", "c1"), "pan", "handle")
+    inside = world({"pan": pan, "c0": pose(0.05, 0.0, 0.8), "c1": pose(0.0, -0.03, 0.8)}, points=pts)
+    assert circle(inside) and rect(inside)
+    corner = world({"pan": pan, "c0": pose(0.075, 0.055, 0.8), "c1": pose(0.0, 0.0, 0.8)}, points=pts)
+    assert not circle(corner) and rect(corner)  # the rectangle covers the corners, the circle does not
+    one_out = world({"pan": pan, "c0": pose(0.0, 0.061, 0.8), "c1": pose(0.0, 0.0, 0.8)}, points=pts)
+    assert not circle(one_out) and not rect(one_out)  # 1 mm past the 6 cm short side: neither
+    assert is_all_A_in_B_support_circle((), "pan", "broom_shovel/0")(inside)  # an empty list holds, as upstream
+
+
+def test_is_A_cover_B_footprint_and_heights() -> None:
+    half = {"box": (0.15, 0.1, 0.04), "tool": (0.05, 0.02, 0.01)}
+    assert is_A_cover_B("box", "tool")(world({"box": pose(0, 0, 0.8), "tool": pose(0.09, 0.0, 0.78)}, half))
+    assert not is_A_cover_B("box", "tool")(world({"box": pose(0, 0, 0.8), "tool": pose(0.11, 0.0, 0.78)}, half))
+    assert not is_A_cover_B("box", "tool")(world({"box": pose(0, 0, 0.8), "tool": pose(0.0, 0.0, 0.835)}, half))
