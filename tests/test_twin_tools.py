@@ -416,3 +416,56 @@ def test_sweep_near_misses_do_not_fire() -> None:
         assert not stage_holds(env, with_pose(state, things[0], [*on_lip[:2], *cube[2:]]))
         past_wall = pan_to_world(truth, 0.0, T.PAN_INNER[1] + 0.003)  # beside the pan, past its side wall
         assert not stage_holds(env, with_pose(state, things[0], [*past_wall[:2], *cube[2:]]))
+
+
+# ------------------------------------------------------------------------------ gallery and eval, end to end
+
+
+def test_gallery_shows_the_tool_tasks(tmp_path: Any) -> None:
+    import cv2
+
+    from pyrua_dojo.twin.gallery import CELL_SCALE, LABEL_H, gallery
+
+    tasks = [row[0] for row in TOOLS_ROWS]
+    img = cv2.imread(str(gallery(tmp_path / "sheet.png", tasks)))
+    w = int(640 * CELL_SCALE)
+    for k in range(len(tasks)):  # one rendered scene per task, in a grid of 4 columns
+        r, c = divmod(k, 4)
+        h = int(480 * CELL_SCALE) + LABEL_H
+        assert img[r * h + LABEL_H : (r + 1) * h, c * w : (c + 1) * w].std() > 10, tasks[k]
+
+
+EVAL_PROGRAM = """# a trivial program: look at the state, go home
+# %% state
+print(robo.state())
+# %% home
+robo.home()
+"""
+
+
+@pytest.mark.slow
+def test_eval_runs_each_tool_task_end_to_end(tmp_path: Any) -> None:
+    """`pyrua-dojo eval` with the scripted planner and a trivial program: each episode holds to its step limit and
+    is booked as failed in RoboDojo's result layout."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from pyrua_dojo.evaluate.results import read_result_file
+
+    program = tmp_path / "program.py"
+    program.write_text(EVAL_PROGRAM)
+    tasks = [row[0] for row in TOOLS_ROWS]
+    cmd = [sys.executable, "-m", "pyrua_dojo.cli", "eval", "--tasks", ",".join(tasks), "--episodes", "1",
+           "--program", str(program), "--segmentation", "none", "--workers", "1", "--out", str(tmp_path / "out")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, check=False,
+                          env={**os.environ, "MUJOCO_GL": "egl", "COLUMNS": "120"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for task in tasks:
+        (run_file,) = (tmp_path / "out" / "RoboDojo" / task).glob("*/*/*/*/_result.json")
+        run = read_result_file(run_file)
+        assert [(e.layout_id, e.success, e.score) for e in run.episodes] == [(0, False, 0.0)]
+        (episode,) = run_file.parent.glob("episodes/layout_0000/result.json")
+        record = json.loads(episode.read_text())
+        assert record["failure"] == "step limit" and record["step_limit"] == get_task(task).step_lim
