@@ -469,3 +469,136 @@ def test_eval_runs_each_tool_task_end_to_end(tmp_path: Any) -> None:
         (episode,) = run_file.parent.glob("episodes/layout_0000/result.json")
         record = json.loads(episode.read_text())
         assert record["failure"] == "step limit" and record["step_limit"] == get_task(task).step_lim
+
+
+# ------------------------------------------------------------------------------------- store_tools_in_toolbox
+
+TOOLS = ("hammer", "pliers", "tape_measure", "wrench")
+FLIP = (0.0, 0.0, 1.0, 0.0)  # 180 deg about the tool's long axis (local y): upside down
+
+
+def test_toolbox_layouts_follow_upstream() -> None:
+    spec = get_task("store_tools_in_toolbox")
+    ranges = {"hammer": (-0.4, -0.2), "pliers": (0.2, 0.4), "tape_measure": (0.2, 0.4), "wrench": (-0.4, -0.2)}
+    for lid in range(10):
+        lay = spec.layout(STATION, 0, lid)
+        assert [o.label for o in lay.objects] == ["toolbox", *TOOLS]
+        box = lay.object("toolbox")
+        assert box.static and -0.05 <= box.pose[0] <= 0.05 and -0.12 <= box.pose[1] <= 0.0
+        assert box.pose[2] == pytest.approx(TOP + 0.025, abs=0.001)  # upstream's zlim: its centre 2.5 cm up
+        assert _yaw_deg(box.pose[3:]) == pytest.approx(-90.0, abs=0.1)
+        for name in TOOLS:
+            o = lay.object(name)
+            assert not o.static and (o.spec.category, o.spec.model_id) == (name, T.TOOL_INDEX[name])
+            lo, hi = ranges[name]
+            assert lo <= o.pose[0] <= hi and -0.15 <= o.pose[1] <= 0.0 and o.pose[3] == pytest.approx(1.0)
+    with TwinEnv() as env:
+        env.reset("store_tools_in_toolbox", seed=0, layout_id=0)
+        truth = env.truth()
+        assert not truth.outcome().unstable and not stage_holds(env, truth.world_state())
+        assert truth.program_spec.queries == () and truth.program_spec.score is not None
+
+
+@pytest.mark.slow
+def test_fifty_toolbox_layouts_build_and_are_stable() -> None:
+    spec = get_task("store_tools_in_toolbox")
+    unstable = []
+    with TwinEnv() as env:
+        for lid in range(50):
+            lay = spec.layout(STATION, 0, lid)
+            assert set(TwinScene(STATION, lay.objects).objects) == {o.label for o in lay.objects}
+            try:
+                env.reset("store_tools_in_toolbox", seed=0, layout_id=lid)
+            except UnstableLayoutError:
+                unstable.append(lid)
+    assert unstable == []
+
+
+def _slot_pose(truth: Any, name: str) -> np.ndarray:
+    from pyrua_dojo.twin.reward import functional_points
+
+    return functional_points(truth.world_state(), "toolbox", f"{name}_slot")[0]
+
+
+def _drop_into_slot(env: TwinEnv, name: str, quat: Any = None, steps: int = 15) -> None:
+    """Test-only: hold the tool 1 cm above its slot, in the slot's orientation (or `quat`), let go, let it settle."""
+    truth = env.truth()
+    slot = _slot_pose(truth, name)
+    truth.set_object_pose(name, [slot[0], slot[1], slot[2] + 0.01, *(slot[3:] if quat is None else quat)])
+    hold = hold_action(env)
+    for _ in range(steps):
+        if env.is_episode_end():
+            return
+        env.take_action(hold)
+
+
+def test_tools_in_their_pockets_score_by_count_then_succeed() -> None:
+    """The process score climbs 25, 50, 75 as tools go in; the check fires once the last one rests in its pocket,
+    with score 1; the pliers count upside down (their `center_flip`)."""
+    with TwinEnv() as env:
+        env.reset("store_tools_in_toolbox", seed=0, layout_id=3)
+        truth = env.truth()
+        for k, name in enumerate(("hammer", "wrench", "pliers"), start=1):
+            q = quat_multiply(_slot_pose(truth, name)[3:], FLIP) if name == "pliers" else None
+            _drop_into_slot(env, name, q)
+            out = truth.outcome()
+            assert not out.finished and out.process_score == 25.0 * k, name
+            assert out.score == pytest.approx(0.25 * k)
+        _drop_into_slot(env, "tape_measure", steps=30)
+        out = truth.outcome()
+        assert out.success and out.score == 1.0 and out.process_score == 100.0 and out.steps < 60
+        poses = truth.object_poses()
+        for name in TOOLS:  # resting in the pocket: below the box's rim, on its floor
+            assert poses[name][2] < poses["toolbox"][2] + 0.025 - T.TOOL_HALF[name][2], name
+
+
+def test_toolbox_near_misses_do_not_fire() -> None:
+    """One near miss per predicate kind, each beside its passing twin, on the state of a filled toolbox."""
+    with TwinEnv() as env:
+        env.reset("store_tools_in_toolbox", seed=0, layout_id=3)
+        truth = env.truth()
+        for name in TOOLS:  # teleport all four into their slots (no step: the episode keeps running)
+            slot = _slot_pose(truth, name)
+            truth.set_object_pose(name, slot)
+        state = truth.world_state()
+        assert stage_holds(env, state)
+
+        def turned(name: str, deg: float) -> np.ndarray:
+            p = state.objects[name]
+            return np.array([*p[:3], *quat_multiply(yq(math.radians(deg)), p[3:])])
+
+        # orientation: within 10 degrees of the slot's frame
+        assert stage_holds(env, with_pose(state, "wrench", turned("wrench", 9.5)))
+        assert not stage_holds(env, with_pose(state, "wrench", turned("wrench", 10.5)))
+        # position: the centre within 5 cm of the slot point (3-D), here 4.9 / 5.1 cm along the box's long axis
+        box_axis = quat_to_matrix(state.objects["toolbox"][3:])[:, 0]
+        for off, ok in ((0.049, True), (0.051, False)):
+            p = state.objects["hammer"].copy()
+            p[:3] += off * box_axis
+            assert stage_holds(env, with_pose(state, "hammer", p)) is ok, off
+        # covered: the tool's top below the toolbox's top (the centre stays 1.5 cm from its slot)
+        p = state.objects["tape_measure"].copy()
+        rim = state.objects["toolbox"][2] + T.TOOLBOX_HALF[2]
+        p[2] = rim - T.TOOL_HALF["tape_measure"][2] - 0.001
+        assert stage_holds(env, with_pose(state, "tape_measure", p))
+        p[2] = rim - T.TOOL_HALF["tape_measure"][2] + 0.001
+        assert not stage_holds(env, with_pose(state, "tape_measure", p))
+        # the pliers either way up, but not turned end for end
+        flipped = [*state.objects["pliers"][:3], *quat_multiply(state.objects["pliers"][3:], FLIP)]
+        assert stage_holds(env, with_pose(state, "pliers", flipped))
+        assert not stage_holds(env, with_pose(state, "pliers", turned("pliers", 180.0)))
+
+
+def test_toolbox_score_needs_open_grippers() -> None:
+    from pyrua_dojo.twin.reward import RewardProgram
+
+    with TwinEnv() as env:
+        env.reset("store_tools_in_toolbox", seed=0, layout_id=3)
+        truth = env.truth()
+        truth.set_object_pose("hammer", _slot_pose(truth, "hammer"))
+        state = truth.world_state()
+        prog = RewardProgram(truth.program_spec)
+        prog.step(replace(state, gripper_open={"left": 1.0, "right": 0.79}))
+        assert prog.status().score_reached == 0
+        prog.step(replace(state, gripper_open={"left": 0.81, "right": 0.81}))
+        assert prog.status().score_reached == 1 and prog.process_score(success=False) == 25.0

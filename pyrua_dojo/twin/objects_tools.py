@@ -235,3 +235,148 @@ def sweep_target(category: str, model_id: int) -> ObjectSpec:
         words=words,
         descriptions=(f"{colour} {words[1]}",),
     )
+
+
+# ------------------------------------------------------------------------------------- store_tools_in_toolbox
+# Four tools lying flat, each with its long axis along local y, and a fixture toolbox with a foam insert that has
+# one pocket per tool. Tool sizes are ours (compact hand tools): hammer 22 cm (8 cm steel head at +y), wrench 18 cm,
+# pliers 16 cm (jaws at +y), tape measure 6.6 x 6.6 x 3.6 cm. Each tool's `center` point (active) is its root; the
+# pliers also have `center_flip`, the same point turned 180 deg about their long axis (upstream accepts the pliers
+# either way up: they are symmetric about that axis, so they fit their pocket both ways).
+#
+# The toolbox (upstream's `toolbox[0]`, a fixture at yaw -90 deg, its centre 2.5 cm above the table: so it is 5 cm
+# tall) is 36 x 26 cm outside (long axis local x, across the table once turned), an 8 mm wall to 5 cm, a 5 mm floor
+# and a 3.8 cm black foam insert cut through to the floor with four pockets 5 mm wider than each tool on every side.
+# Its `<tool>_slot` points (passive) are where a tool's centre is when the tool lies on the pocket's floor, turned
+# +90 deg about z in the box frame: a tool goes in with the heading it starts with (upstream places the tools
+# unrotated). A tool in its pocket is within the check's 5 cm and 10 deg by construction, and lies below the rim, so
+# the box's bbox covers it.
+
+TOOL_HALF: dict[str, Vec3] = {
+    "hammer": (0.04, 0.11, 0.012),
+    "wrench": (0.0175, 0.09, 0.005),
+    "pliers": (0.025, 0.08, 0.007),
+    "tape_measure": (0.033, 0.033, 0.018),
+}
+TOOL_INDEX: dict[str, int] = {"hammer": 5, "pliers": 0, "tape_measure": 0, "wrench": 0}
+TOOLBOX_HALF: Vec3 = (0.18, 0.13, 0.025)
+TOOLBOX_WALL = 0.008
+TOOLBOX_FLOOR = 0.005
+TOOLBOX_FOAM_TOP = 0.043  # above the box's bottom
+POCKET_CLEARANCE = 0.005
+_SLOT_YAW = (math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4))  # +90 deg about z: tool y -> box -x
+# Pocket centres (box frame, xy) of each tool's centre.
+TOOL_SLOTS: dict[str, tuple[float, float]] = {
+    "hammer": (0.0, -0.07),
+    "wrench": (0.0, 0.0035),
+    "pliers": (-0.067, 0.07),
+    "tape_measure": (0.066, 0.07),
+}
+
+
+def tool(name: str) -> ObjectSpec:
+    """RoboDojo's hammer[5], pliers[0], tape_measure[0] or wrench[0] (long axis local y)."""
+    if name not in TOOL_HALF:
+        raise ValueError(f"no tool {name!r}; known: {sorted(TOOL_HALF)}")
+    hx, hy, hz = TOOL_HALF[name]
+    steel, black = _rgba("#9aa0a8"), _rgba("#202020")
+    points: tuple[NamedPoint, ...] = (NamedPoint("center", (0.0, 0.0, 0.0), side="active"),)
+    com: Vec3 = (0.0, 0.0, 0.0)
+    if name == "hammer":
+        head_y = 0.012  # half thickness of the head along y
+        handle_len = 2 * hy - 2 * head_y
+        parts: tuple[Part, ...] = (
+            Part("box", (0.012, handle_len / 2, 0.01), pos=(0.0, -hy + handle_len / 2, -hz + 0.01)),
+            Part("box", (hx, head_y, hz), pos=(0.0, hy - head_y, 0.0), rgba=steel),
+        )
+        colour, base, mass, com = "red", "#c8322a", 0.35, (0.0, 0.06, 0.0)
+        words: tuple[str, ...] = ("red", "hammer")
+    elif name == "wrench":
+        parts = (
+            Part("box", (0.008, 0.065, hz), pos=(0.0, 0.0, 0.0)),
+            Part("box", (hx, 0.0125, hz), pos=(0.0, hy - 0.0125, 0.0)),
+            Part("cylinder", (hx, hz), pos=(0.0, -hy + hx, 0.0)),
+        )
+        colour, base, mass = "silver", "#b8bcc4", 0.15
+        words = ("silver", "wrench", "spanner")
+    elif name == "pliers":
+        tilt = math.radians(8.0)
+        q_l = (math.cos(tilt / 2), 0.0, 0.0, math.sin(tilt / 2))
+        q_r = (math.cos(-tilt / 2), 0.0, 0.0, math.sin(-tilt / 2))
+        parts = (
+            Part("box", (0.012, 0.035, hz), pos=(0.0, 0.045, 0.0), rgba=steel),
+            Part("box", (0.007, 0.045, hz * 0.85), pos=(-0.0135, -0.035, 0.0), quat=q_r),
+            Part("box", (0.007, 0.045, hz * 0.85), pos=(0.0135, -0.035, 0.0), quat=q_l),
+        )
+        colour, base, mass = "blue", "#2f62d6", 0.2
+        words = ("blue", "pliers")
+        flip = (0.0, 0.0, 1.0, 0.0)  # 180 deg about local y (the long axis)
+        points = (*points, NamedPoint("center_flip", (0.0, 0.0, 0.0), quat=flip, side="active"))
+    else:
+        parts = (
+            Part("cylinder", (hx, hz * 0.95), pos=(0.0, 0.0, 0.0)),
+            Part("box", (hx, hx * 0.6, hz * 0.95), pos=(0.0, -hx * 0.4, 0.0)),
+            Part("box", (0.012, 0.002, 0.006), pos=(0.0, hy - 0.002, -hz + 0.006), rgba=black),
+        )
+        colour, base, mass = "yellow", "#f0c81a", 0.18
+        words = ("yellow", "tape measure", "measuring tape")
+    return ObjectSpec(
+        category=name,
+        model_id=TOOL_INDEX[name],
+        parts=parts,
+        appearance=Appearance(_rgba(base), "flat"),
+        mass=mass,
+        half_extents=(hx, hy, hz),
+        com=com,
+        words=words,
+        descriptions=(f"{colour} {name.replace('_', ' ')}",),
+        points=points,
+    )
+
+
+def _pockets() -> list[tuple[float, float, float, float]]:
+    """Pocket rectangles (centre x, centre y, half x, half y) in the box frame: each tool's outline (tool y along
+    box -x), widened by the clearance; the hammer's pocket is a T (its head is wider than its handle)."""
+    c = POCKET_CLEARANCE
+    out = []
+    for name, (sx, sy) in TOOL_SLOTS.items():
+        hx, hy, _ = TOOL_HALF[name]
+        if name == "hammer":
+            head_y = 0.012
+            out.append((sx - (hy - head_y), sy, head_y + c, hx + c))  # the head, at tool +y = box -x
+            out.append((sx + head_y, sy, hy - head_y + c, 0.012 + c))  # the handle
+        else:
+            out.append((sx, sy, hy + c, hx + c))
+    return out
+
+
+def toolbox() -> ObjectSpec:
+    """RoboDojo's `toolbox[0]` (a fixture): a red box with a black foam insert holding one pocket per tool."""
+    from pyrua_dojo.twin.shapes import plate_with_holes
+
+    bx, by, bz = TOOLBOX_HALF
+    w = TOOLBOX_WALL
+    floor_top = -bz + TOOLBOX_FLOOR
+    walls = (
+        Part("box", (bx, by, TOOLBOX_FLOOR / 2), pos=(0.0, 0.0, -bz + TOOLBOX_FLOOR / 2)),
+        Part("box", (w / 2, by, bz - TOOLBOX_FLOOR / 2), pos=(bx - w / 2, 0.0, TOOLBOX_FLOOR / 2)),
+        Part("box", (w / 2, by, bz - TOOLBOX_FLOOR / 2), pos=(-bx + w / 2, 0.0, TOOLBOX_FLOOR / 2)),
+        Part("box", (bx - w, w / 2, bz - TOOLBOX_FLOOR / 2), pos=(0.0, by - w / 2, TOOLBOX_FLOOR / 2)),
+        Part("box", (bx - w, w / 2, bz - TOOLBOX_FLOOR / 2), pos=(0.0, -by + w / 2, TOOLBOX_FLOOR / 2)),
+    )
+    foam = plate_with_holes(bx - w, by - w, floor_top, -bz + TOOLBOX_FOAM_TOP, _pockets(), rgba=_rgba("#262626"))
+    slots = tuple(
+        NamedPoint(f"{name}_slot", (sx, sy, floor_top + TOOL_HALF[name][2]), quat=_SLOT_YAW)
+        for name, (sx, sy) in TOOL_SLOTS.items()
+    )
+    return ObjectSpec(
+        category="toolbox",
+        model_id=0,
+        parts=(*walls, *foam),
+        appearance=Appearance(_rgba("#c0302a"), "flat"),
+        mass=2.0,
+        half_extents=TOOLBOX_HALF,
+        words=("red", "toolbox", "tool box", "box", "foam"),
+        descriptions=("toolbox",),
+        points=slots,
+    )
