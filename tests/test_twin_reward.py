@@ -481,3 +481,28 @@ def test_is_A_cover_B_footprint_and_heights() -> None:
     assert is_A_cover_B("box", "tool")(world({"box": pose(0, 0, 0.8), "tool": pose(0.09, 0.0, 0.78)}, half))
     assert not is_A_cover_B("box", "tool")(world({"box": pose(0, 0, 0.8), "tool": pose(0.11, 0.0, 0.78)}, half))
     assert not is_A_cover_B("box", "tool")(world({"box": pose(0, 0, 0.8), "tool": pose(0.0, 0.0, 0.835)}, half))
+
+
+# Upstream's get_score modes where they are not "transition" (`score_mode=` in task/RoboDojo/tasks/*.py; every
+# upstream task names its mode, so none falls back to the default "paired").
+UPSTREAM_SCORE_MODES = {"fold_clothes": "by_count", "fold_clothes_random": "by_count", "pour_by_language": "by_count",
+                        "store_laptop_and_headphones": "paired", "store_laptop_and_headphones_random": "paired"}
+
+
+def test_every_twin_score_uses_upstreams_mode() -> None:
+    from calibration import load_station
+    from pyrua_dojo.twin.tasks import TASKS
+
+    station = load_station()
+    for name, spec in TASKS.items():
+        layout = spec.layout(station, 0, 0)
+        initial = {o.label: np.array(o.pose, dtype=float) for o in layout.objects}
+        state = WorldState(
+            objects=initial, initial_objects=initial, bboxes={o.label: o.spec.bbox_vertices for o in layout.objects},
+            ee={"left": ARM_POSE, "right": ARM_POSE}, origin_ee={"left": ARM_POSE, "right": ARM_POSE},
+            gripper_open={"left": 1.0, "right": 1.0}, points={o.label: o.spec.points for o in layout.objects},
+        )  # fmt: skip
+        score = spec.program(layout, state).score
+        assert (score is not None) == spec.has_score, name
+        if score is not None:
+            assert score.mode == UPSTREAM_SCORE_MODES.get(name, "transition"), name
