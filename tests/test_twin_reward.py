@@ -10,15 +10,22 @@ import pytest
 
 from pyrua_dojo.twin.objects import NamedPoint, box_corners
 from pyrua_dojo.twin.reward import (
+    SCORE_MODES,
+    Pred,
     PreState,
     ProgramSpec,
     Query,
     RewardProgram,
+    ScoreSpec,
     WorldState,
     is_A_depth_in_B,
     is_A_functional_point_close_to_B_functional_point,
     is_A_in_B,
     is_A_in_B_support_circle,
+    is_A_cover_B,
+    is_A_on_B_left,
+    is_all_A_in_B_support_circle,
+    is_all_pointA_in_B_functional_bbox,
     is_A_point_above_B_point_by_z_range,
     is_A_up_B,
     is_A_xy_distance_close_to_pos,
@@ -339,3 +346,163 @@ def test_bench_twin_all_tasks_runs_full_length_episodes() -> None:
     f = figures["align_blocks"]
     assert f["steps"] == 200 and f["target_s"] == pytest.approx(200 * 5.0 / 550)
     assert f["episode_wall_s"] > 0 and f["render_rgb_ms"] > 0 and f["objects"] == 4
+
+
+# ------------------------------------------------------------------------------ score modes (branch tw-tools)
+
+
+def _flags(box: dict[str, bool], *names: str) -> tuple[Pred, ...]:
+    return tuple(Pred(n, lambda s, n=n: box[n]) for n in names)
+
+
+def _score_program(mode: str, gradient: tuple[float, ...], box: dict[str, bool]) -> RewardProgram:
+    """Three score entries e0, e1, e2 (one flag each) and one success stage `done`."""
+    entries = tuple((p,) for p in _flags(box, "e0", "e1", "e2"))
+    spec = ProgramSpec(stages=(_flags(box, "done"),), score=ScoreSpec(entries, gradient, mode))  # type: ignore[arg-type]
+    return RewardProgram(spec)
+
+
+def _empty() -> WorldState:
+    return world({"o": pose(0, 0, 0.8)})
+
+
+def test_score_paired_sums_the_entries_passed_in_any_order() -> None:
+    """Upstream `paired`: every pending entry is checked each step; a passed one adds its own score, once."""
+    box = {"e0": False, "e1": False, "e2": False, "done": False}
+    prog = _score_program("paired", (30.0, 50.0, 20.0), box)
+    box.update(e2=True)
+    prog.step(_empty())
+    assert prog.process_score(success=False) == 20.0
+    box.update(e2=False, e0=True)  # e2 stays achieved although it no longer holds
+    prog.step(_empty())
+    prog.step(_empty())  # e0 again: counted once
+    assert prog.process_score(success=False) == 50.0 and prog.status().score_reached == 2
+    box.update(e1=True)
+    prog.step(_empty())
+    # 20 + 30 + 50 = 100: on failure the entry achieved last (e1, 50) is dropped; with success all of it.
+    assert prog.process_score(success=False) == 50.0
+    assert prog.process_score(success=True) == 100.0
+
+
+def test_score_paired_several_entries_in_one_step_and_totals_other_than_100() -> None:
+    box = {"e0": True, "e1": True, "e2": False, "done": False}
+    prog = _score_program("paired", (40.0, 60.0, 10.0), box)
+    prog.step(_empty())  # two entries in one step, achieved in list order e0 then e1
+    assert prog.status().score_reached == 2
+    assert prog.process_score(success=False) == 40.0  # sum 100 without success: drop e1 (the last achieved)
+    box.update(e2=True)
+    prog.step(_empty())
+    assert prog.process_score(success=False) == 110.0  # a total other than exactly 100 is never gated
+
+
+def test_score_paired_accepts_a_decreasing_gradient_the_ordered_modes_do_not() -> None:
+    box = {"e0": False, "e1": False, "e2": False, "done": False}
+    _score_program("paired", (50.0, 30.0, 20.0), box)
+    for mode in ("by_count", "transition"):
+        with pytest.raises(ValueError, match="non-decreasing"):
+            _score_program(mode, (50.0, 30.0, 20.0), box)
+    with pytest.raises(ValueError, match="score mode"):
+        _score_program("sum", (10.0, 20.0, 100.0), box)
+
+
+def test_score_by_count_counts_entries_in_any_order_several_per_step() -> None:
+    """Upstream `by_count`: gradient[passed - 1], where passed counts the entries that ever held (each once)."""
+    box = {"e0": False, "e1": False, "e2": False, "done": False}
+    prog = _score_program("by_count", (10.0, 30.0, 100.0), box)
+    box.update(e2=True)  # the last entry first: transition would not move, by_count reaches tier 1
+    prog.step(_empty())
+    assert prog.process_score(success=False) == 10.0
+    prog.step(_empty())  # e2 again: not counted twice
+    assert prog.status().score_reached == 1
+    box.update(e2=False, e0=True, e1=True)  # two in one step
+    prog.step(_empty())
+    assert prog.status().score_reached == 3
+    assert prog.process_score(success=False) == 30.0  # the 100 tier needs success
+    box.update(done=True)
+    prog.step(_empty())
+    assert prog.reward == 1.0 and prog.process_score(success=True) == 100.0
+
+
+def test_score_transition_checks_only_the_next_tier() -> None:
+    box = {"e0": False, "e1": False, "e2": True, "done": False}
+    prog = _score_program("transition", (10.0, 30.0, 100.0), box)
+    prog.step(_empty())
+    assert prog.process_score(success=False) == 0.0  # e2 holds, but e0 is next
+    box.update(e0=True, e1=True)
+    prog.step(_empty())
+    assert prog.process_score(success=False) == 10.0  # one tier per step
+    prog.step(_empty())
+    prog.step(_empty())
+    assert prog.status().score_reached == 3
+    assert prog.process_score(success=False) == 30.0 and prog.process_score(success=True) == 100.0
+
+
+def test_score_is_not_evaluated_after_an_instant_failure() -> None:
+    box = {"e0": False, "e1": False, "e2": False, "done": False, "bad": True}
+    entries = tuple((p,) for p in _flags(box, "e0", "e1", "e2"))
+    for mode in SCORE_MODES:
+        spec = ProgramSpec(stages=(_flags(box, "done"),), queries=(Query(_flags(box, "bad"), 0),),
+                           score=ScoreSpec(entries, (10.0, 30.0, 60.0), mode))
+        prog = RewardProgram(spec)
+        prog.step(_empty())  # counts 1 > aim 0: failed before the score is looked at
+        box.update(e0=True)
+        prog.step(_empty())
+        box.update(e0=False)
+        assert prog.failed and prog.status().score_reached == 0 and prog.process_score(success=False) == 0.0
+
+
+# --------------------------------------------------------------- tw-tools predicates (sweep_blocks, toolbox)
+
+
+def test_is_A_on_B_left_is_more_than_the_threshold_along_x() -> None:
+    pred = is_A_on_B_left("pan", "broom")  # upstream's default: 10 cm
+    assert pred(world({"pan": pose(-0.2, 0.0, 0.8), "broom": pose(-0.099, 0.3, 0.8)}))  # y does not matter
+    assert not pred(world({"pan": pose(-0.2, 0.0, 0.8), "broom": pose(-0.101, 0.0, 0.8)}))
+    assert not pred(world({"pan": pose(0.2, 0.0, 0.8), "broom": pose(-0.2, 0.0, 0.8)}))  # on the right
+
+
+def test_is_all_A_in_B_support_circle_and_functional_bbox_need_every_object() -> None:
+    corners = tuple(fp("handle", x, y, 0.0) for x in (-0.06, 0.06) for y in (-0.08, 0.08))
+    pts = {"pan": (NamedPoint("broom_shovel/0", (0, 0, 0), kind="support", radius=0.06), *corners)}
+    pan = pose(0.0, 0.0, 0.78, quat((0, 0, 1), 90))  # turned: the rectangle is 16 cm along x, 12 cm along y
+    circle = is_all_A_in_B_support_circle(("c0", "c1"), "pan", "broom_shovel/0")
+    rect = is_all_pointA_in_B_functional_bbox(("c0", "c1"), "pan", "handle")
+    inside = world({"pan": pan, "c0": pose(0.05, 0.0, 0.8), "c1": pose(0.0, -0.03, 0.8)}, points=pts)
+    assert circle(inside) and rect(inside)
+    corner = world({"pan": pan, "c0": pose(0.075, 0.055, 0.8), "c1": pose(0.0, 0.0, 0.8)}, points=pts)
+    assert not circle(corner) and rect(corner)  # the rectangle covers the corners, the circle does not
+    one_out = world({"pan": pan, "c0": pose(0.0, 0.061, 0.8), "c1": pose(0.0, 0.0, 0.8)}, points=pts)
+    assert not circle(one_out) and not rect(one_out)  # 1 mm past the 6 cm short side: neither
+    assert is_all_A_in_B_support_circle((), "pan", "broom_shovel/0")(inside)  # an empty list holds, as upstream
+
+
+def test_is_A_cover_B_footprint_and_heights() -> None:
+    half = {"box": (0.15, 0.1, 0.04), "tool": (0.05, 0.02, 0.01)}
+    assert is_A_cover_B("box", "tool")(world({"box": pose(0, 0, 0.8), "tool": pose(0.09, 0.0, 0.78)}, half))
+    assert not is_A_cover_B("box", "tool")(world({"box": pose(0, 0, 0.8), "tool": pose(0.11, 0.0, 0.78)}, half))
+    assert not is_A_cover_B("box", "tool")(world({"box": pose(0, 0, 0.8), "tool": pose(0.0, 0.0, 0.835)}, half))
+
+
+# Upstream's get_score modes where they are not "transition" (`score_mode=` in task/RoboDojo/tasks/*.py; every
+# upstream task names its mode, so none falls back to the default "paired").
+UPSTREAM_SCORE_MODES = {"fold_clothes": "by_count", "fold_clothes_random": "by_count", "pour_by_language": "by_count",
+                        "store_laptop_and_headphones": "paired", "store_laptop_and_headphones_random": "paired"}
+
+
+def test_every_twin_score_uses_upstreams_mode() -> None:
+    from calibration import load_station
+    from pyrua_dojo.twin.tasks import TASKS
+
+    station = load_station()
+    for name, spec in TASKS.items():
+        layout = spec.layout(station, 0, 0)
+        initial = {o.label: np.array(o.pose, dtype=float) for o in layout.objects}
+        state = WorldState(
+            objects=initial, initial_objects=initial, bboxes={o.label: o.spec.bbox_vertices for o in layout.objects},
+            ee={"left": ARM_POSE, "right": ARM_POSE}, origin_ee={"left": ARM_POSE, "right": ARM_POSE},
+            gripper_open={"left": 1.0, "right": 1.0}, points={o.label: o.spec.points for o in layout.objects},
+        )  # fmt: skip
+        score = spec.program(layout, state).score
+        assert (score is not None) == spec.has_score, name
+        if score is not None:
+            assert score.mode == UPSTREAM_SCORE_MODES.get(name, "transition"), name

@@ -5,9 +5,12 @@ Semantics reproduced here:
   consumed in order, at most one per step (only the first pending stage is evaluated);
 - a *query* counts the steps on which all its predicates hold; above its aim the env fails at once, and success
   also needs the count to equal the aim exactly;
-- the process score in `transition` mode checks only the next tier each step, advances at most one tier per step,
-  never regresses, and reads `gradient[reached - 1]`; on failure the top tier (100) is never granted (it falls back
-  to the previous tier);
+- the process score (`RewardManager.score`, gated by `get_score`) has three modes (`ScoreMode`):
+  `transition` checks only the next tier each step, advances at most one tier per step, never regresses and reads
+  `gradient[reached - 1]`; `by_count` checks every pending entry each step, removes those that pass and reads
+  `gradient[passed - 1]`; `paired` checks every pending entry each step, removes those that pass and sums their own
+  scores. On failure a total of exactly 100 is never granted: the ordered modes fall back to the previous tier,
+  `paired` drops the entry achieved last;
 - each step: queries first (they can fail the env), then the pending stage, then the score; a failed env is no
   longer evaluated.
 
@@ -39,7 +42,11 @@ from calibration.transforms import quat_multiply, quat_to_matrix
 if TYPE_CHECKING:  # pragma: no cover
     from pyrua_dojo.twin.objects import NamedPoint, PointSide
 
-ScoreMode = Literal["transition"]
+ScoreMode = Literal["paired", "by_count", "transition"]
+"""RoboDojo's `score_mode`. Upstream's default is "paired", but every upstream task names its mode (transition for all
+the twin covers; by_count for fold_clothes and pour_by_language; paired for store_laptop_and_headphones), so the
+twin's `ScoreSpec` defaults to "transition" and a paired or by_count task names its mode."""
+SCORE_MODES: tuple[ScoreMode, ...] = ("paired", "by_count", "transition")
 
 
 @dataclass(frozen=True)
@@ -760,6 +767,39 @@ def is_A_bbox_cover_rect_region(label_A: str, rect_bounds: Sequence[float], atol
         return all(polygon_covers(hull, c, atol) for c in corners)
 
     return Pred(f"is_A_bbox_cover_rect_region({label_A}, {[x_min, y_min, x_max, y_max]})", fn)
+# ------------------------------------------------------------------ tw-tools: sweep_blocks, store_tools_in_toolbox
+
+
+def is_A_on_B_left(label_A: str, label_B: str, x_threshold: float = 0.1) -> Pred:
+    """RoboDojo's `is_A_on_B_left`: B's root more than x_threshold further along world +x than A's."""
+    return Pred(
+        f"is_A_on_B_left({label_A}, {label_B}, {x_threshold})",
+        lambda s: float(s.objects[label_B][0]) - float(s.objects[label_A][0]) > x_threshold,
+    )
+
+
+def is_A_cover_B(label_A: str, label_B: str) -> Pred:
+    """RoboDojo's `is_A_cover_B` (see `is_a_cover_b`): A's footprint contains B's, B's top below A's top, B's
+    bottom above A's bottom - 3 cm."""
+    return Pred(f"is_A_cover_B({label_A}, {label_B})", lambda s: is_a_cover_b(s, label_A, label_B))
+
+
+def is_all_A_in_B_support_circle(labels_A: Sequence[str], label_B: str, B_tag: str, A_tag: str | None = None) -> Pred:
+    """RoboDojo's `is_all_A_in_B_support_circle`: every label passes `is_A_in_B_support_circle` (the circles' own
+    radii; upstream passes no radius). An empty list holds, as upstream's loop does."""
+    preds = tuple(is_A_in_B_support_circle(a, label_B, B_tag, A_tag=A_tag) for a in labels_A)
+    return Pred(f"is_all_A_in_B_support_circle({list(labels_A)}, {label_B}:{B_tag!r})", lambda s: all(p(s) for p in preds))
+
+
+def is_all_pointA_in_B_functional_bbox(
+    labels_A: Sequence[str], label_B: str, B_tag: str, A_tag: str | None = None, B_side: PointSide = "passive"
+) -> Pred:
+    """RoboDojo's `is_all_pointA_in_B_functional_bbox`: every label passes `is_pointA_in_B_functional_bbox`. An empty
+    list holds, as upstream's loop does."""
+    preds = tuple(is_pointA_in_B_functional_bbox(a, label_B, B_tag, A_tag=A_tag, B_side=B_side) for a in labels_A)
+    return Pred(
+        f"is_all_pointA_in_B_functional_bbox({list(labels_A)}, {label_B}:{B_tag!r})", lambda s: all(p(s) for p in preds)
+    )
 
 
 # ------------------------------------------------------------------------------------------------------ programs
@@ -775,17 +815,21 @@ class Query:
 
 @dataclass(frozen=True)
 class ScoreSpec:
-    """Process score: `stages[i]` leads to tier `gradient[i]` (transition mode)."""
+    """Process score (RoboDojo's `rm.score(check_list, score_list, score_mode)`): entry `stages[i]` (predicates that
+    must all hold at one step) is worth `gradient[i]`. transition: the i-th tier reached in order; by_count: the
+    number of entries passed, in any order; paired: the sum of the entries passed (any order, any scores)."""
 
     stages: tuple[tuple[Pred, ...], ...]
     gradient: tuple[float, ...]
     mode: ScoreMode = "transition"
 
     def __post_init__(self) -> None:
+        if self.mode not in SCORE_MODES:
+            raise ValueError(f"score mode must be 'paired', 'by_count' or 'transition', got {self.mode!r}")
         if len(self.stages) != len(self.gradient):
             raise ValueError("score stages and gradient must have the same length")
-        if any(a > b for a, b in zip(self.gradient, self.gradient[1:])):
-            raise ValueError("score gradient must be non-decreasing in transition mode")
+        if self.mode != "paired" and any(a > b for a, b in zip(self.gradient, self.gradient[1:])):
+            raise ValueError(f"score gradient must be non-decreasing in {self.mode} mode")
 
 
 @dataclass(frozen=True)
@@ -806,7 +850,7 @@ class ProgramStatus:
     failed: bool
     failure: str | None
     query_counts: tuple[int, ...]
-    score_reached: int
+    score_reached: int  # transition: tiers reached; by_count / paired: entries passed
     reward: float
 
 
@@ -818,6 +862,8 @@ class RewardProgram:
         self._stage = 0
         self._counts = [0] * len(spec.queries)
         self._score_reached = 0
+        self._score_pending = list(range(len(spec.score.stages))) if spec.score is not None else []
+        self._score_achieved: list[float] = []  # paired: the scores of the passed entries, in the order they passed
         self._failed = False
         self._failure: str | None = None
         self.pre_state: PreState | None = None  # the episode's baselines, from the first state stepped
@@ -839,10 +885,26 @@ class RewardProgram:
             return
         if self._stage < len(self.spec.stages) and all(p(state) for p in self.spec.stages[self._stage]):
             self._stage += 1
+        self._step_score(state)
+
+    def _step_score(self, state: WorldState) -> None:
+        """RoboDojo's `_evaluate_score_entries` for one step."""
         sc = self.spec.score
-        if sc is not None and self._score_reached < len(sc.stages):
-            if all(p(state) for p in sc.stages[self._score_reached]):
+        if sc is None:
+            return
+        if sc.mode == "transition":
+            if self._score_reached < len(sc.stages) and all(p(state) for p in sc.stages[self._score_reached]):
                 self._score_reached += 1
+            return
+        still_pending = []
+        for i in self._score_pending:
+            if all(p(state) for p in sc.stages[i]):
+                self._score_reached += 1
+                if sc.mode == "paired":
+                    self._score_achieved.append(float(sc.gradient[i]))
+            else:
+                still_pending.append(i)
+        self._score_pending = still_pending
 
     @property
     def reward(self) -> float:
@@ -858,10 +920,17 @@ class RewardProgram:
         return self._failed
 
     def process_score(self, success: bool) -> float:
-        """RoboDojo's gated score (0..100): the reached tier, with the top tier withheld on failure."""
+        """RoboDojo's gated score (`_score_for_state`, 0..100): a total of exactly 100 needs success. transition /
+        by_count: the reached tier, else the previous one; paired: the sum of the passed entries, else that sum
+        without the entry passed last."""
         sc = self.spec.score
-        if sc is None or self._score_reached == 0:
+        if sc is None or not sc.gradient or self._score_reached == 0:
             return 0.0
+        if sc.mode == "paired":
+            total = float(sum(self._score_achieved))
+            if success or total != 100:
+                return total
+            return float(sum(self._score_achieved[:-1]))
         idx = min(self._score_reached, len(sc.gradient)) - 1
         current = float(sc.gradient[idx])
         if success or current != 100:

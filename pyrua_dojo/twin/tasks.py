@@ -300,6 +300,12 @@ def _rearrange_rows() -> tuple:
     return REARRANGE_ROWS
 
 
+def _tools_rows() -> tuple:
+    from pyrua_dojo.twin.tasks_tools import TOOLS_ROWS  # sweep_blocks (+ _random), store_tools_in_toolbox
+
+    return TOOLS_ROWS
+
+
 def _classify_rows() -> tuple:
     from pyrua_dojo.twin.tasks_classify import CLASSIFY_ROWS  # classify_objects (+ _by_language), organize_table
 
@@ -332,6 +338,7 @@ TASKS: Mapping[str, TaskSpec] = {
         *(_catalogued_spec(*row) for row in _precision_rows()),
         *(_catalogued_spec(*row) for row in _rearrange_rows()),
         *(_catalogued_spec(*row) for row in _classify_rows()),
+        *(_catalogued_spec(*row) for row in _tools_rows()),
     )
 }
 
