@@ -724,6 +724,21 @@ def is_axis_aligned(
     )
 
 
+# ------------------------------------------------------------------- tw-longhorizon (Long-Horizon tasks, issue 14)
+
+
+def is_A_on_B_bottom(label_A: str, label_B: str, min_z_gap: float = 0.0, max_z_gap: float = 0.03) -> Pred:
+    """RoboDojo's `is_A_on_B_bottom`: A's bbox bottom between min_z_gap and max_z_gap above B's bbox bottom, and B
+    covers A (`is_A_cover_B(B, A)`: B's footprint contains A's, A's top below B's, A's bottom above B's - 3 cm)."""
+
+    def fn(s: WorldState) -> bool:
+        _, a_min, _ = _footprint(s, label_A)
+        _, b_min, _ = _footprint(s, label_B)
+        return min_z_gap <= a_min - b_min <= max_z_gap and is_a_cover_b(s, label_B, label_A)
+
+    return Pred(f"is_A_on_B_bottom({label_A}, {label_B}, {min_z_gap}, {max_z_gap})", fn)
+
+
 # ------------------------------------------------------------------------------------------------------ programs
 
 

@@ -1,0 +1,105 @@
+"""Twin assets of the Long-Horizon tasks: bottles and the dustbin (put_bottles_into_dustbin), the stacking toy's
+rings and its four-peg base (play_stacking_toy), pens and the pen holder (fill_pen_holder).
+
+RoboDojo's meshes are not published, so each object is built from primitives with the features its success check
+reads: the bbox (root = bbox centre, as everywhere in the twin), and the named points (`NamedPoint`) the check
+reads. Every dimension below is ours unless the comment says where upstream fixes it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pyrua_dojo.twin.objects import Appearance, ObjectSpec, Part, _rgba
+from pyrua_dojo.twin.shapes import hollow_box
+
+# ------------------------------------------------------------------------------------ put_bottles_into_dustbin
+# Empty plastic bottles lying on their side (local x = the bottle's axis, cap at +x): upstream's layout puts them
+# anywhere down to y = -0.25, where a standing 20 cm bottle would reach into the arms' folded home pose (the
+# gripper hangs 12-16 cm above the table at y -0.21), and its left / right yaw ranges mirror each other (-90..30,
+# -30..90 deg): the heading of a lying bottle matters, a standing one's would not. Body, shoulder, neck and cap
+# are cylinders; a thin flat keel along the bottom line (4 box contacts) keeps the bottle from rolling, as a
+# bottle's moulded base ridges do. Upstream's ten `bottle` indices are meshes only; the twin varies colour, radius
+# and length per index (water, soda and juice bottles, 17-24 cm long, 5.6-7 cm across: within the X5 gripper's
+# 8.8 cm opening).
+
+# index -> (colour word, hex, body radius, body length, neck length)
+BOTTLES: dict[int, tuple[str, str, float, float, float]] = {
+    0: ("blue", "#5a98d8", 0.032, 0.15, 0.05),
+    2: ("green", "#3aa85a", 0.030, 0.14, 0.06),
+    5: ("red", "#d04a3a", 0.033, 0.13, 0.05),
+    22: ("orange", "#f08a2a", 0.035, 0.12, 0.04),
+    25: ("white", "#eeeeea", 0.028, 0.16, 0.05),
+    41: ("yellow", "#e8c83a", 0.030, 0.12, 0.04),
+    50: ("purple", "#8a4ac8", 0.029, 0.15, 0.06),
+    55: ("pink", "#f08ab0", 0.034, 0.11, 0.05),
+    59: ("brown", "#8a5a3a", 0.031, 0.13, 0.06),
+    60: ("cyan", "#2ac0d0", 0.033, 0.14, 0.04),
+}
+BOTTLE_INDICES = tuple(BOTTLES)
+BOTTLE_NECK_RADIUS = 0.013
+BOTTLE_CAP = (0.015, 0.012)  # radius, length
+BOTTLE_SHOULDER = 0.02
+_ALONG_X = (math.cos(math.pi / 4), 0.0, math.sin(math.pi / 4), 0.0)  # a cylinder's axis (local z) along x
+
+
+def bottle(model_id: int) -> ObjectSpec:
+    """RoboDojo's `bottle[i]`: a bottle lying on its side (axis local x, cap at +x) of the index's colour and size."""
+    if model_id not in BOTTLES:
+        raise ValueError(f"no bottle with index {model_id}; known: {sorted(BOTTLES)}")
+    colour, hexcol, r, body_l, neck_l = BOTTLES[model_id]
+    cap_r, cap_l = BOTTLE_CAP
+    total = body_l + BOTTLE_SHOULDER + neck_l + cap_l
+    hx = total / 2.0
+    x0 = -hx
+
+    def cyl(radius: float, length: float, start: float, rgba=None) -> Part:
+        return Part("cylinder", (radius, length / 2.0), pos=(start + length / 2.0, 0.0, 0.0), quat=_ALONG_X, rgba=rgba)
+
+    keel_h = 0.0015
+    parts = (
+        cyl(r, body_l, x0),
+        cyl((r + BOTTLE_NECK_RADIUS) / 2.0, BOTTLE_SHOULDER, x0 + body_l),
+        cyl(BOTTLE_NECK_RADIUS, neck_l, x0 + body_l + BOTTLE_SHOULDER),
+        cyl(cap_r, cap_l, hx - cap_l, rgba=_rgba("#f2f2f2")),
+        Part("box", (body_l / 2.0 - 0.01, 0.35 * r, keel_h), pos=(x0 + body_l / 2.0, 0.0, -r + keel_h)),
+    )
+    return ObjectSpec(
+        category="bottle",
+        model_id=model_id,
+        parts=parts,
+        appearance=Appearance(_rgba(hexcol), "flat"),
+        mass=0.03 + 0.3 * r * r * body_l / 0.00015,  # an empty plastic bottle, 30-60 g
+        half_extents=(hx, r, r),
+        com=(-0.2 * hx, 0.0, 0.0),
+        words=(colour, "bottle", "plastic bottle"),
+        descriptions=(f"{colour} bottle", "bottle"),
+    )
+
+
+# The dustbin (upstream's fixture `dustbin[0]`, Geometry on the Ground at x -0.63, y -0.1, root z 0.35): the root is
+# its bbox centre, so a bin 70 cm tall stands on the floor; its rim is 1.5 cm below the table slab's underside (the
+# slab spans z 0.715..0.765), so it stands off the table, under the table's left end, its opening reachable beyond
+# the table edge (x < -0.7): 44 cm (x) by 40 cm (y), 13.5 cm of the opening beyond the table's end. Walls 1.5 cm and
+# a 2.5 cm floor: a bottle that has rolled in the bin has bbox corners up to r(sqrt 2 - 1) (1.5 cm) beyond its
+# surface, and the check reads the bbox; with thinner walls a bottle lying against one would count as outside.
+# Upstream states only the pose; the size is ours.
+DUSTBIN_HALF = (0.22, 0.20, 0.35)
+DUSTBIN_POSE = (-0.63, -0.1, 0.35)
+DUSTBIN_WALL = 0.015
+DUSTBIN_FLOOR = 0.025
+
+
+def dustbin() -> ObjectSpec:
+    """RoboDojo's `dustbin[0]` (a fixture): an open box bin standing on the floor beside the table."""
+    return ObjectSpec(
+        category="dustbin",
+        model_id=0,
+        parts=hollow_box(DUSTBIN_HALF, DUSTBIN_WALL, DUSTBIN_FLOOR, None),
+        appearance=Appearance(_rgba("#4a5a4a"), "flat"),
+        mass=3.0,
+        half_extents=DUSTBIN_HALF,
+        words=("dustbin", "bin", "trash can", "garbage bin", "dark green"),
+        descriptions=("dustbin",),
+    )
+
