@@ -19,12 +19,13 @@ from pyrua_dojo.judging_cards import judging_text
 from pyrua_dojo.prompt import TaskCard
 from pyrua_dojo.twin import TwinEnv, UnstableLayoutError, get_task
 from pyrua_dojo.twin import objects_longhorizon as parts
-from pyrua_dojo.twin.reward import RewardProgram, WorldState, is_A_on_B_bottom
+from pyrua_dojo.twin.reward import RewardProgram, WorldState, is_A_on_B_bottom, is_A_xy_close_to_B_support_point
+from pyrua_dojo.twin.tasks_longhorizon import RING_GROUPS
 from pyrua_dojo.twin.scene import TwinScene
 
 STATION = load_station()
 TOP = STATION.table.top_z
-NEW_TASKS = ("put_bottles_into_dustbin",)
+NEW_TASKS = ("put_bottles_into_dustbin", "play_stacking_toy")
 ALONG_Y = (math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4))  # a lying bottle turned to point along y
 
 
@@ -130,8 +131,7 @@ def test_fifty_layouts_build_and_pass_the_stability_rule(task: str) -> None:
     with TwinEnv() as env:
         for lid in range(50):
             lay = spec.layout(STATION, 0, lid)
-            if task == "put_bottles_into_dustbin":
-                check_bottles_layout(lay)
+            {"put_bottles_into_dustbin": check_bottles_layout, "play_stacking_toy": check_stacking_layout}[task](lay)
             assert set(TwinScene(STATION, lay.objects).objects) == {o.label for o in lay.objects}
             try:
                 env.reset(task, seed=0, layout_id=lid)
@@ -247,6 +247,124 @@ def test_bottles_score_ladder_needs_open_grippers_and_withholds_the_top_on_failu
     assert score_of(spec, closed, success=False) == 0.0
 
 
+# ------------------------------------------------------------------------------------------ play_stacking_toy
+
+
+def check_stacking_layout(lay) -> None:
+    base = lay.object("stack_base")
+    assert base.static and base.pose[0] == 0.0 and -0.225 <= base.pose[1] <= -0.175
+    assert abs(yaw_of(base.pose[3:])) <= 15 + 1e-6
+    models = []
+    for group, xlim in zip(RING_GROUPS, (0.4, 0.45, 0.45, 0.4)):
+        ids = {lay.object(b).spec.model_id for b in group}
+        assert len(ids) == 1  # `mode: same` within a group
+        models += ids
+        for b in group:
+            o = lay.object(b)
+            assert abs(o.pose[0]) <= xlim and -0.25 <= o.pose[1] <= -0.05 and abs(yaw_of(o.pose[3:])) <= 45 + 1e-6
+    assert len(set(models)) == len(RING_GROUPS)  # `allow_global_same: false` across groups
+
+
+def test_stacking_layouts_follow_upstream() -> None:
+    spec = get_task("play_stacking_toy")
+    for lid in range(10):
+        check_stacking_layout(spec.layout(STATION, 0, lid))
+    base = parts.stack_base()
+    tallest = base.half_extents[2] * 2 - 2 * parts.BASE_HALF[2]
+    assert tallest == pytest.approx(parts.peg_height(0))
+    for peg, count in enumerate(parts.PEG_COUNTS):
+        assert len(RING_GROUPS[peg]) == count
+        assert parts.peg_height(peg) > count * parts.RING_STEP  # each peg takes its whole stack
+        (pt,) = base.named_points(f"pole/{peg}", kind="support")
+        assert pt.pos[:2] == pytest.approx((parts.peg_x(peg), 0.0))
+    assert parts.RING_BORE - parts.PEG_RADIUS < 0.0005  # two rings on one peg stay within the check's 1 mm
+    with pytest.raises(ValueError, match="no stacking ring"):
+        parts.stacking_ring(9)
+
+
+def _peg_frame(truth) -> tuple[np.ndarray, np.ndarray, float]:
+    base = truth.object_poses()["stack_base"]
+    board = base[2] - parts.stack_base().half_extents[2] + 2 * parts.BASE_HALF[2]
+    return base, quat_to_matrix(base[3:]), board
+
+
+def _stack_rings(env: TwinEnv, pegs: tuple[int, ...], offset: float = 0.002) -> int | None:
+    """Drop the rings of `pegs` over their pegs, `offset` off the peg's axis in x and half of it in y, one after
+    another just above the peg's top, and let each slide down; the step at which the episode succeeds, or None."""
+    truth = env.truth(0)
+    act = hold(env)
+    base, rot, board = _peg_frame(truth)
+    rh = parts.stacking_ring(0).half_extents[2]
+    for peg in pegs:
+        foot = rot @ np.array([parts.peg_x(peg), 0.0, 0.0]) + base[:3]
+        top = board + parts.peg_height(peg)
+        for b in RING_GROUPS[peg]:
+            truth.set_object_pose(b, [foot[0] + offset, foot[1] - offset / 2, top + rh + 0.004, *base[3:]])
+            for _ in range(25):
+                env.take_action(act)
+                if truth.outcome().success:
+                    return truth.outcome().steps
+    return None
+
+
+def test_rings_dropped_near_their_pegs_slide_on_and_succeed_with_the_top_score() -> None:
+    with TwinEnv() as env:
+        env.reset("play_stacking_toy", seed=0, layout_id=1)
+        truth = env.truth(0)
+        step = _stack_rings(env, (0, 1, 2, 3), offset=0.002)
+        out = truth.outcome()
+        assert step is not None and out.success and out.score == 1.0 and out.process_score == 100.0
+        base, rot, board = _peg_frame(truth)
+        final = truth.world_state()
+        spec = truth.program_spec
+    rh = parts.stacking_ring(0).half_extents[2]
+    for peg in range(3):  # the last ring may still be sliding when the check fires
+        foot = rot @ np.array([parts.peg_x(peg), 0.0, 0.0]) + base[:3]
+        for k, b in enumerate(RING_GROUPS[peg]):
+            p = final.objects[b]
+            assert math.hypot(*(p[:2] - foot[:2])) < 0.001  # physically on the peg, centred by it
+            assert p[2] == pytest.approx(board + k * parts.RING_STEP + rh, abs=0.002)  # slid down onto the stack
+
+    b0, b1 = np.asarray(final.objects["block0"]), np.asarray(final.objects["block1"])
+    assert not stage_holds(spec, with_pose(final, "block0", [b0[0] + 0.0015, *b0[1:]]))  # 1.5 mm off the peg
+    assert not stage_holds(spec, with_pose(final, "block1", [b1[0], b1[1] + 0.0015, *b1[2:]]))  # 1.5 mm off block0
+    peg0_top = board + parts.peg_height(0)
+    on_top = [b0[0], b0[1], peg0_top - 0.004 + rh, *b0[3:]]  # its bottom only 4 mm below the base's top
+    assert not stage_holds(spec, with_pose(final, "block3", on_top))
+    swapped = with_pose(with_pose(final, "block9", final.objects["block7"]), "block7", final.objects["block9"])
+    assert not stage_holds(spec, swapped)  # a group-2 piece on peg 3: the wrong peg
+    far = {a: np.asarray(p) + np.array([0, 0, 0.2, 0, 0, 0, 0]) for a, p in final.ee.items()}
+    assert not stage_holds(spec, replace(final, ee=far))  # arms not back
+
+
+def test_a_ring_landing_far_off_its_peg_stays_on_top_and_the_peg_score_waits() -> None:
+    with TwinEnv() as env:
+        env.reset("play_stacking_toy", seed=0, layout_id=2)
+        truth = env.truth(0)
+        assert _stack_rings(env, (3,), offset=0.012) is None  # 12 mm off: the ring lands beside the bore
+        assert truth.program_status().score_reached == 0
+        _stack_rings(env, (3,), offset=0.0)
+        assert truth.program_status().score_reached == 1  # one peg done: the first tier
+        assert truth.outcome().process_score == 10.0 and not truth.outcome().finished
+        assert truth.program_spec.queries == ()  # upstream has no instant failure here
+
+
+def test_is_A_xy_close_to_B_support_point_reads_the_named_support_point() -> None:
+    base = parts.stack_base()
+    pose = np.array([0.1, -0.2, 0.8, math.cos(0.1), 0.0, 0.0, math.sin(0.1)])
+    foot = quat_to_matrix(pose[3:]) @ np.array([parts.peg_x(2), 0.0, 0.0]) + pose[:3]
+
+    def state(xy) -> WorldState:
+        objs = {"base": pose, "ring": np.array([xy[0], xy[1], 0.9, 1, 0, 0, 0.0])}
+        return WorldState(objects=objs, initial_objects=objs, bboxes={}, ee={}, origin_ee={}, gripper_open={},
+                          points={"base": base.points})  # fmt: skip
+
+    pred = is_A_xy_close_to_B_support_point("ring", "base", "pole/2", threshold=0.001)
+    assert pred(state(foot[:2] + [0.0007, 0.0007]))  # 0.99 mm away
+    assert not pred(state(foot[:2] + [0.00075, 0.00075]))  # 1.06 mm away
+    assert not is_A_xy_close_to_B_support_point("ring", "base", "pole/9", threshold=1.0)(state(foot[:2]))
+
+
 # -------------------------------------------------------------------------------------------------- end to end
 
 PROGRAM = """# a trivial program: look at the state, go home
@@ -270,7 +388,7 @@ def test_eval_runs_each_task_end_to_end_and_books_it_failed(tmp_path) -> None:
     program.write_text(PROGRAM)
     cmd = [sys.executable, "-m", "pyrua_dojo.cli", "eval", "--tasks", ",".join(NEW_TASKS), "--episodes", "1",
            "--program", str(program), "--segmentation", "none", "--workers", "1", "--out", str(tmp_path / "out")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200,
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, check=False,
                           env={**os.environ, "MUJOCO_GL": "egl", "COLUMNS": "120"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     for task in NEW_TASKS:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
-from pyrua_dojo.twin.objects import Appearance, ObjectSpec, Part, _rgba
-from pyrua_dojo.twin.shapes import hollow_box
+from pyrua_dojo.twin.objects import Appearance, NamedPoint, ObjectSpec, Part, _rgba
+from pyrua_dojo.twin.shapes import hollow_box, ring
 
 # ------------------------------------------------------------------------------------ put_bottles_into_dustbin
 # Empty plastic bottles lying on their side (local x = the bottle's axis, cap at +x): upstream's layout puts them
@@ -103,3 +103,101 @@ def dustbin() -> ObjectSpec:
         descriptions=("dustbin",),
     )
 
+
+
+# ------------------------------------------------------------------------------------------ play_stacking_toy
+# A stacking toy: a fixture base (a 28 x 7 x 1.5 cm board) with four round pegs 1.6 cm across in a row 7 cm apart,
+# and flat octagonal rings (5.2 cm across, 1.6 cm thick) whose bore leaves 0.4 mm per side around a peg at a 1.5 mm
+# lip halfway up (2.6 mm above and below it, so a ring landing tilted does not jam): a ring set over a peg slides
+# down it under gravity, and two rings on one peg stay within 0.8 mm of each other - inside the check's 1 mm (a
+# looser bore would let correctly stacked rings fail it). Peg i carries the pieces of group i
+# (4, 3, 2, 1 pieces: upstream's block0-3, 4-6, 7-8, 9), so the pegs are as tall as their stacks plus 1.2 cm,
+# round-topped to guide a ring on. A ring rests on three 2 mm feet under its bottom face (3 contacts on the table
+# or the ring below instead of 32: the twin's step time). Upstream's `stackingblocks` meshes and its base are not
+# published: the sizes and the four colours (one per group, drawn distinct per layout as upstream's
+# `allow_global_same: false`) are ours; `pole/i` support points mark each peg's foot on the board.
+
+RING_OUTER = 0.026  # circumscribed radius of the octagon
+RING_BORE = 0.0084  # inscribed radius of the octagonal bore: at a 1.5 mm lip halfway up the ring
+RING_LIP = 0.0015
+RING_RELIEF = 0.011  # the bore above and below the lip (a tight bore the ring's full height would jam when tilted)
+RING_THICK = 0.016
+RING_FOOT = 0.002  # foot sphere radius; it reaches 1 mm below the ring's body
+RING_SIDES = 8
+TOY_FRICTION = 0.4  # smooth lacquered wood (MuJoCo takes the larger of two geoms' frictions: rings and pegs)
+PEG_RADIUS = 0.008
+PEG_PITCH = 0.07
+PEG_COUNTS = (4, 3, 2, 1)
+BASE_HALF = (0.14, 0.035, 0.0075)
+RING_STEP = RING_THICK + 0.001  # height of one ring on the peg (body plus the feet's reach)
+RING_LOOKS: dict[int, tuple[str, str]] = {0: ("red", "#d83a2a"), 1: ("yellow", "#e8c82a"), 2: ("green", "#3aa84a"),
+                                          3: ("blue", "#2a5ad8"), 4: ("purple", "#8a3ac8"), 5: ("orange", "#f0802a")}
+
+
+def peg_height(peg: int) -> float:
+    """Height of peg `peg` above the board's top: its stack of rings plus 1.2 cm."""
+    return PEG_COUNTS[peg] * RING_STEP + 0.012
+
+
+def peg_x(peg: int) -> float:
+    return (peg - (len(PEG_COUNTS) - 1) / 2.0) * PEG_PITCH
+
+
+def stacking_ring(model_id: int) -> ObjectSpec:
+    """RoboDojo's `stackingblocks[i]`: a flat octagonal ring of the index's colour, lying on three small feet."""
+    if model_id not in RING_LOOKS:
+        raise ValueError(f"no stacking ring with index {model_id}; known: {sorted(RING_LOOKS)}")
+    colour, hexcol = RING_LOOKS[model_id]
+    inner = RING_BORE
+    outer = RING_OUTER * math.cos(math.pi / RING_SIDES)  # inscribed radius of the outer octagon
+    hz = (RING_THICK + 0.001) / 2.0
+    body_z0 = -hz + 0.001
+    mid = (body_z0 + hz) / 2.0
+    parts = list(ring(RING_RELIEF, outer, body_z0, hz, n=RING_SIDES, phase=math.pi / RING_SIDES))
+    parts += ring(inner, RING_RELIEF + 0.0005, mid - RING_LIP / 2.0, mid + RING_LIP / 2.0, n=RING_SIDES,
+                  phase=math.pi / RING_SIDES)
+    r_feet = (inner + outer) / 2.0
+    for k in range(3):
+        a = 2.0 * math.pi * k / 3.0
+        parts.append(Part("sphere", (RING_FOOT,), pos=(r_feet * math.cos(a), r_feet * math.sin(a), -hz + RING_FOOT)))
+    reach = outer / math.cos(math.pi / RING_SIDES)
+    return ObjectSpec(
+        category="stackingblocks",
+        model_id=model_id,
+        parts=tuple(parts),
+        appearance=Appearance(_rgba(hexcol), "flat"),
+        mass=0.03,
+        half_extents=(reach, reach, hz),
+        friction=TOY_FRICTION,
+        words=(colour, "ring", "stacking ring", "piece", "stacking toy piece", "donut"),
+        descriptions=(f"{colour} ring", f"{colour} stacking ring"),
+    )
+
+
+def stack_base() -> ObjectSpec:
+    """RoboDojo's `stack_base` (a fixture): a board with four round-topped pegs of 4, 3, 2 and 1 rings' height;
+    support points `pole/0` .. `pole/3` at the pegs' feet on the board's top."""
+    bx, by, bz = BASE_HALF
+    tallest = max(peg_height(p) for p in range(len(PEG_COUNTS)))
+    hz = (2 * bz + tallest) / 2.0
+    board_top = -hz + 2 * bz
+    parts = [Part("box", (bx, by, bz), pos=(0.0, 0.0, -hz + bz))]
+    points = []
+    for p in range(len(PEG_COUNTS)):
+        h = peg_height(p)
+        shaft = h - PEG_RADIUS  # the capsule's hemispherical top ends exactly at the peg's height
+        parts.append(Part("capsule", (PEG_RADIUS, shaft / 2.0), pos=(peg_x(p), 0.0, board_top + shaft / 2.0),
+                          rgba=_rgba("#c8965a")))
+        points.append(NamedPoint(f"pole/{p}", (peg_x(p), 0.0, board_top), kind="support", radius=PEG_RADIUS))
+    return ObjectSpec(
+        category="stack_base",
+        model_id=0,
+        parts=tuple(parts),
+        appearance=Appearance(_rgba("#e0bc88"), "flat"),
+        mass=0.5,
+        half_extents=(bx, by, hz),
+        friction=TOY_FRICTION,
+        words=("base", "stacking toy base", "pegs", "peg board", "wooden"),
+        descriptions=("stacking toy base",),
+        points=tuple(points),
+    )

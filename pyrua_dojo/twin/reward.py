@@ -739,6 +739,18 @@ def is_A_on_B_bottom(label_A: str, label_B: str, min_z_gap: float = 0.0, max_z_g
     return Pred(f"is_A_on_B_bottom({label_A}, {label_B}, {min_z_gap}, {max_z_gap})", fn)
 
 
+def is_A_xy_close_to_B_support_point(label_A: str, label_B: str, B_tag: str, threshold: float = 0.03) -> Pred:
+    """RoboDojo's `is_A_xy_close_to_B_support_point`: A's root closer than `threshold` in xy to one of B's passive
+    support points `B_tag` (none: false)."""
+
+    def fn(s: WorldState) -> bool:
+        a = np.asarray(s.objects[label_A], dtype=float)
+        pts, _ = support_points(s, label_B, B_tag)
+        return any(float(np.hypot(a[0] - p[0], a[1] - p[1])) < threshold for p in pts)
+
+    return Pred(f"is_A_xy_close_to_B_support_point({label_A}, {label_B}:{B_tag!r}, {threshold})", fn)
+
+
 # ------------------------------------------------------------------------------------------------------ programs
 
 

@@ -27,7 +27,10 @@ from pyrua_dojo.twin.reward import (
     all_of,
     all_robot_back_to_origin,
     any_of,
+    is_A_depth_in_B,
     is_A_on_B_bottom,
+    is_A_xy_close_to_B_support_point,
+    is_AB_xy_distance_within_threshold,
     is_all_gripper_open,
 )
 from pyrua_dojo.twin.scene import SceneObject
@@ -88,9 +91,48 @@ def _bottles_program(layout: Layout, initial: WorldState) -> ProgramSpec:
     )
 
 
+# ------------------------------------------------------------------------------------------ play_stacking_toy
+
+#: upstream's labels per peg: block0-3 on pole/0, block4-6 on pole/1, block7-8 on pole/2, block9 on pole/3
+RING_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("block0", "block1", "block2", "block3"), ("block4", "block5", "block6"), ("block7", "block8"), ("block9",)
+)
+_RING_XLIM = ((-0.4, 0.4), (-0.45, 0.45), (-0.45, 0.45), (-0.4, 0.4))  # per group, upstream's config
+
+
+def _stacking_layout(placer: Placer, rng: np.random.Generator) -> str:
+    placer.place(parts.stack_base(), "stack_base", (0.0, 0.0), (-0.225, -0.175), rotate_deg=15, static=True)
+    # `mode: same` within a group (one index for its pieces), `allow_global_same: false` across groups.
+    models = rng.choice(np.array(sorted(parts.RING_LOOKS)), size=len(RING_GROUPS), replace=False)
+    for group, model_id, xlim in zip(RING_GROUPS, models, _RING_XLIM):
+        for label in group:
+            placer.place(parts.stacking_ring(int(model_id)), label, xlim, (-0.25, -0.05), rotate_deg=45)
+    return _instruction("play_stacking_toy")
+
+
+def _peg_checks(peg: int) -> tuple[Pred, ...]:
+    """upstream's `_pole<i>_checks`: the pieces within 1 mm of each other in xy (in label order), the first within
+    1 mm of the peg's support point, every piece's bottom more than 5 mm below the base's top."""
+    group = RING_GROUPS[peg]
+    return (
+        *(is_AB_xy_distance_within_threshold(a, b, threshold=0.001) for a, b in zip(group, group[1:])),
+        is_A_xy_close_to_B_support_point(group[0], "stack_base", f"pole/{peg}", threshold=0.001),
+        *(is_A_depth_in_B(b, "stack_base", z_threshold=0.005) for b in group),
+    )
+
+
+def _stacking_program(layout: Layout, initial: WorldState) -> ProgramSpec:
+    items = tuple(_peg_checks(p) for p in range(len(RING_GROUPS)))
+    return ProgramSpec(
+        stages=((*(p for item in items for p in item), all_robot_back_to_origin()),),
+        score=_ladder(items, (is_all_gripper_open(0.8),), (10.0, 30.0, 60.0, 100.0)),
+    )
+
+
 # ----------------------------------------------------------------------------------------------------- registry
 
 #: (name, layout, program, has a process score) - registered by `tasks.py` with the catalogue's facts.
 LONGHORIZON_ROWS: tuple[tuple[str, LayoutFn, ProgramFn, bool], ...] = (
     ("put_bottles_into_dustbin", _bottles_layout, _bottles_program, True),
+    ("play_stacking_toy", _stacking_layout, _stacking_program, True),
 )
