@@ -19,9 +19,14 @@ from pyrua_dojo.judging_cards import judging_text
 from pyrua_dojo.prompt import TaskCard
 from pyrua_dojo.twin import TwinEnv, UnstableLayoutError, get_task
 from pyrua_dojo.twin import objects_longhorizon as parts
-from pyrua_dojo.twin.reward import RewardProgram, WorldState, is_A_on_B_bottom, is_A_xy_close_to_B_support_point
-from pyrua_dojo.twin.tasks_longhorizon import RING_GROUPS
+from pyrua_dojo.twin.reward import (
+    RewardProgram,
+    WorldState,
+    is_A_on_B_bottom,
+    is_A_xy_close_to_B_support_point,
+)
 from pyrua_dojo.twin.scene import TwinScene
+from pyrua_dojo.twin.tasks_longhorizon import RING_GROUPS
 
 STATION = load_station()
 TOP = STATION.table.top_z

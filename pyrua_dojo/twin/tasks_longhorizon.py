@@ -12,7 +12,7 @@ checks at once (`combinations(items, k)`, each combination an "all of" inside an
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import combinations
+from itertools import combinations, pairwise
 
 import numpy as np
 
@@ -115,7 +115,7 @@ def _peg_checks(peg: int) -> tuple[Pred, ...]:
     1 mm of the peg's support point, every piece's bottom more than 5 mm below the base's top."""
     group = RING_GROUPS[peg]
     return (
-        *(is_AB_xy_distance_within_threshold(a, b, threshold=0.001) for a, b in zip(group, group[1:])),
+        *(is_AB_xy_distance_within_threshold(a, b, threshold=0.001) for a, b in pairwise(group)),
         is_A_xy_close_to_B_support_point(group[0], "stack_base", f"pole/{peg}", threshold=0.001),
         *(is_A_depth_in_B(b, "stack_base", z_threshold=0.005) for b in group),
     )
