@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from calibration import load_station
-from calibration.transforms import quat_to_matrix
+from calibration.transforms import quat_multiply, quat_to_matrix
 from pyrua_dojo.catalog import get_task as catalogue_task
 from pyrua_dojo.judging_cards import judging_text
 from pyrua_dojo.prompt import TaskCard
@@ -26,11 +26,11 @@ from pyrua_dojo.twin.reward import (
     is_A_xy_close_to_B_support_point,
 )
 from pyrua_dojo.twin.scene import TwinScene
-from pyrua_dojo.twin.tasks_longhorizon import RING_GROUPS
+from pyrua_dojo.twin.tasks_longhorizon import PENS, RING_GROUPS, _pen_in, _pen_score_item
 
 STATION = load_station()
 TOP = STATION.table.top_z
-NEW_TASKS = ("put_bottles_into_dustbin", "play_stacking_toy")
+NEW_TASKS = ("put_bottles_into_dustbin", "play_stacking_toy", "fill_pen_holder")
 ALONG_Y = (math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4))  # a lying bottle turned to point along y
 
 
@@ -136,7 +136,8 @@ def test_fifty_layouts_build_and_pass_the_stability_rule(task: str) -> None:
     with TwinEnv() as env:
         for lid in range(50):
             lay = spec.layout(STATION, 0, lid)
-            {"put_bottles_into_dustbin": check_bottles_layout, "play_stacking_toy": check_stacking_layout}[task](lay)
+            {"put_bottles_into_dustbin": check_bottles_layout, "play_stacking_toy": check_stacking_layout,
+             "fill_pen_holder": check_pen_layout}[task](lay)
             assert set(TwinScene(STATION, lay.objects).objects) == {o.label for o in lay.objects}
             try:
                 env.reset(task, seed=0, layout_id=lid)
@@ -368,6 +369,113 @@ def test_is_A_xy_close_to_B_support_point_reads_the_named_support_point() -> Non
     assert pred(state(foot[:2] + [0.0007, 0.0007]))  # 0.99 mm away
     assert not pred(state(foot[:2] + [0.00075, 0.00075]))  # 1.06 mm away
     assert not is_A_xy_close_to_B_support_point("ring", "base", "pole/9", threshold=1.0)(state(foot[:2]))
+
+
+# -------------------------------------------------------------------------------------------- fill_pen_holder
+
+TIP_DOWN = (math.cos(-math.pi / 4), 0.0, math.sin(-math.pi / 4), 0.0)  # a pen's local x up: its tip (-x) down
+
+
+def check_pen_layout(lay) -> None:
+    for label in PENS:
+        o = lay.object(label)
+        category, ids = ("pen", parts.PEN_INDICES) if label in ("target0", "target1") else ("oil_pen", parts.OIL_PEN_INDICES)
+        assert o.spec.category == category and o.spec.model_id in ids
+        assert -0.35 <= o.pose[0] <= -0.04 and -0.2 <= o.pose[1] <= 0.1 and -1e-6 <= yaw_of(o.pose[3:]) <= 120 + 1e-6
+    h = lay.object("pen_holder")
+    assert not h.static and 0.0 <= h.pose[0] <= 0.35 and -0.2 <= h.pose[1] <= 0.1 and abs(yaw_of(h.pose[3:])) <= 45 + 1e-6
+
+
+def test_pen_layouts_follow_upstream_and_pens_carry_their_tip_point() -> None:
+    spec = get_task("fill_pen_holder")
+    for lid in range(10):
+        check_pen_layout(spec.layout(STATION, 0, lid))
+    for category, i in parts.PENS:
+        p = parts.pen(category, i)
+        (tip,) = p.named_points("check")
+        assert tip.pos == pytest.approx((-p.half_extents[0], 0.0, 0.0))  # at the -x end
+        assert quat_to_matrix(np.asarray(tip.quat))[:, 2] == pytest.approx([1.0, 0.0, 0.0])  # its z toward the cap
+    assert parts.HOLDER_INNER == pytest.approx(0.035)  # the check's 3.5 cm from the axis: the inside wall
+    with pytest.raises(ValueError, match="no oil_pen with index 4"):
+        parts.pen("oil_pen", 4)
+
+
+def _fill_holder(env: TwinEnv, count: int, spread: float = 0.015) -> int | None:
+    """Drop `count` pens tip down into the holder, `spread` off its axis in x and y (one per quadrant), each with
+    its tip 1 cm above the floor; the step at which the episode succeeds, or None."""
+    truth = env.truth(0)
+    act = hold(env)
+    h = truth.object_poses()["pen_holder"]
+    floor = h[2] - parts.HOLDER_HEIGHT / 2 + parts.HOLDER_FLOOR
+    for i, (dx, dy) in enumerate(((1, 1), (-1, 1), (-1, -1), (1, -1))[:count]):
+        hx = truth.scene.objects[PENS[i]].spec.half_extents[0]
+        truth.set_object_pose(PENS[i], [h[0] + dx * spread, h[1] + dy * spread, floor + 0.01 + hx, *TIP_DOWN])
+        for _ in range(20):
+            env.take_action(act)
+            if truth.outcome().success:
+                return truth.outcome().steps
+    return None
+
+
+def test_pens_dropped_tip_down_into_the_holder_succeed_with_the_top_score() -> None:
+    with TwinEnv() as env:
+        env.reset("fill_pen_holder", seed=0, layout_id=1)
+        truth = env.truth(0)
+        step = _fill_holder(env, 4)
+        out = truth.outcome()
+        assert step is not None and out.success and out.score == 1.0 and out.process_score == 90.0  # upstream's top
+        final = truth.world_state()
+        spec = truth.program_spec
+    h = np.asarray(final.objects["pen_holder"])
+    for label in PENS:
+        p = final.objects[label]
+        assert math.hypot(*(p[:2] - h[:2])) < parts.HOLDER_INNER and p[2] > h[2]  # standing in it, tip on its floor
+
+    p0 = np.asarray(final.objects["target0"])
+    up = quat_multiply(TIP_DOWN, (0.0, 0.0, 0.0, 1.0))  # turned 180 deg about its own z: tip up
+    assert not stage_holds(spec, with_pose(final, "target0", [*p0[:3], *up]))
+    half = truth.scene.objects["target0"].spec.half_extents[0]
+    top = h[2] + parts.HOLDER_HEIGHT / 2
+    shallow = [p0[0], p0[1], top - 0.03 + half, *p0[3:]]  # its bottom only 3 cm below the rim
+    assert not stage_holds(spec, with_pose(final, "target0", shallow))
+    beside = [h[0] + 0.05, h[1], p0[2], *TIP_DOWN]  # standing just outside the wall
+    assert not stage_holds(spec, with_pose(final, "target0", beside))
+    c, s_ = math.cos(math.radians(10)), math.sin(math.radians(10))
+    tilted = [*h[:3], *quat_multiply((c, s_, 0.0, 0.0), h[3:])]  # the holder 20 deg from upright
+    assert not stage_holds(spec, with_pose(final, "pen_holder", tilted))
+    far = {a: np.asarray(p) + np.array([0, 0, 0.2, 0, 0, 0, 0]) for a, p in final.ee.items()}
+    assert not stage_holds(spec, replace(final, ee=far))  # arms not back
+
+
+def test_pen_score_ladder_keeps_upstreams_ninety_and_wants_the_tip_frame_up() -> None:
+    with TwinEnv() as env:
+        env.reset("fill_pen_holder", seed=0, layout_id=3)
+        truth = env.truth(0)
+        assert _fill_holder(env, 3) is None
+        assert truth.program_status().score_reached == 3 and truth.outcome().process_score == 40.0
+        assert truth.program_spec.queries == ()  # upstream has no instant failure here
+        _fill_holder(env, 4)
+        final = truth.world_state()
+        spec = truth.program_spec
+    start = {label: truth.layout.object(label).pose for label in PENS}
+    ladder = []
+    for n in range(1, 5):
+        s = final
+        for label in PENS[n:]:
+            s = with_pose(s, label, start[label])
+        ladder.append(s)
+    assert score_of(spec, ladder, success=False) == 90.0  # upstream's top tier is 90, not 100: never withheld
+    # A pen whose tip is in the holder, deep enough and lowest, but lying 60 deg from upright: run_reward's checks
+    # hold, the score's tip-frame check (45 deg) does not.
+    h = np.asarray(final.objects["pen_holder"])
+    c, s_ = math.cos(math.radians(30)), math.sin(math.radians(30))
+    leaning = quat_multiply((c, 0.0, s_, 0.0), TIP_DOWN)
+    half = truth.scene.objects["target0"].spec.half_extents[0]
+    tip_at = np.array([h[0], h[1], h[2] - parts.HOLDER_HEIGHT / 2 + parts.HOLDER_FLOOR + 0.005])
+    centre = tip_at - quat_to_matrix(np.asarray(leaning)) @ np.array([-half, 0.0, 0.0])
+    state = with_pose(final, "target0", [*centre, *leaning])
+    assert all(p(state) for p in _pen_in("target0"))
+    assert not all(p(state) for p in _pen_score_item("target0"))
 
 
 # -------------------------------------------------------------------------------------------------- end to end

@@ -201,3 +201,98 @@ def stack_base() -> ObjectSpec:
         descriptions=("stacking toy base",),
         points=tuple(points),
     )
+
+
+# -------------------------------------------------------------------------------------------- fill_pen_holder
+# Pens lying on their side (upstream's `place_tag: side_unit`), axis along local x, the tip at -x. Each has a
+# functional point `check` at the tip whose frame's z axis points from the tip back along the pen (RoboDojo's
+# score wants it within 45 deg of world up: tip down). The body is drawn round; its collision is a "plus" of two
+# boxes as wide and tall as the drawn body (a round pen would roll on the table; this one lies still, and the
+# gripper meets its sides where it sees them); the tip is a thin cylinder with a small box for contact. Ballpoint pens (`pen[0, 1,
+# 4]`) are 14 cm long and 1 cm across; the paint markers (`oil_pen[0, 1]`) 13 cm long and 1.6 cm across. Upstream's
+# meshes are not published: sizes and colours are ours.
+
+# (category, index) -> (colour word, body hex, cap hex, body length, radius, tip length)
+PENS: dict[tuple[str, int], tuple[str, str, str, float, float, float]] = {
+    ("pen", 0): ("blue", "#2a5ad8", "#1a3a90", 0.125, 0.005, 0.015),
+    ("pen", 1): ("black", "#303030", "#101010", 0.125, 0.005, 0.015),
+    ("pen", 4): ("red", "#d8382a", "#902018", 0.125, 0.005, 0.015),
+    ("oil_pen", 0): ("white", "#eeeeea", "#d8382a", 0.115, 0.008, 0.015),
+    ("oil_pen", 1): ("silver", "#b8b8c0", "#2a5ad8", 0.115, 0.008, 0.015),
+}
+PEN_INDICES = (0, 1, 4)
+OIL_PEN_INDICES = (0, 1)
+_TIP_BACK = _ALONG_X  # the `check` frame: its z along local +x, from the tip toward the cap
+
+
+def pen(category: str, model_id: int) -> ObjectSpec:
+    """RoboDojo's `pen[i]` / `oil_pen[i]`: a pen lying along local x, its tip at -x with the `check` point there (the
+    point's z axis pointing back along the pen, toward +x)."""
+    if (category, model_id) not in PENS:
+        raise ValueError(f"no {category} with index {model_id}; known: {sorted(PENS)}")
+    colour, body_hex, cap_hex, body_l, r, tip_l = PENS[(category, model_id)]
+    total = body_l + tip_l
+    hx = total / 2.0
+    tip_x = -hx
+    body_c = -hx + tip_l + body_l / 2.0
+    cap_l = 0.035
+
+    def cyl(radius: float, length: float, centre: float, rgba=None, collide=False) -> Part:
+        return Part("cylinder", (radius, length / 2.0), pos=(centre, 0.0, 0.0), quat=_ALONG_X, rgba=rgba,
+                    collide=collide)
+
+    grey = _rgba("#c8c8c8")
+    parts = (
+        # contact: a "plus" of two boxes inside the drawn round body (their corners reach 0.06 r past it)
+        Part("box", (body_l / 2.0, 0.35 * r, r), pos=(body_c, 0.0, 0.0)),
+        Part("box", (body_l / 2.0, r, 0.35 * r), pos=(body_c, 0.0, 0.0)),
+        cyl(r, body_l - cap_l, body_c - cap_l / 2.0),
+        cyl(r * 1.05, cap_l, hx - cap_l / 2.0, rgba=_rgba(cap_hex)),
+        cyl(r * 0.45, tip_l, -hx + tip_l / 2.0, rgba=grey),
+        Part("box", (tip_l / 2.0, r * 0.32, r * 0.32), pos=(-hx + tip_l / 2.0, 0.0, 0.0), rgba=grey),
+    )
+    kind = "paint marker" if category == "oil_pen" else "pen"
+    return ObjectSpec(
+        category=category,
+        model_id=model_id,
+        parts=parts,
+        appearance=Appearance(_rgba(body_hex), "flat"),
+        mass=0.012 if category == "pen" else 0.02,
+        half_extents=(hx, r * 1.05, r * 1.05),
+        com=(0.01, 0.0, 0.0),
+        words=(colour, "pen", *(("marker", "paint marker", "oil pen") if category == "oil_pen" else ("ballpoint",))),
+        descriptions=(f"{colour} {kind}", kind),
+        points=(NamedPoint("check", (tip_x, 0.0, 0.0), quat=_TIP_BACK),),
+    )
+
+
+# The pen holder (upstream's `pen_holder`, a free rigid object): a cup 8 cm across and 10 cm tall (inside 7 cm
+# across, a 6 mm floor): the check wants each pen tip within 3.5 cm of the holder's axis, so the inside radius is
+# exactly that; four pens 14 cm long stand in it leaning on the rim. A base plate inside the drawn disk touches the
+# table (4 box contacts); 16 wall staves.
+HOLDER_RADIUS = 0.039  # outer (inscribed) radius of the wall
+HOLDER_INNER = 0.035
+HOLDER_HEIGHT = 0.10
+HOLDER_FLOOR = 0.006
+
+
+def pen_holder() -> ObjectSpec:
+    """RoboDojo's `pen_holder`: an open round cup standing upright."""
+    hz = HOLDER_HEIGHT / 2.0
+    parts = ring(HOLDER_INNER, HOLDER_RADIUS, -hz + HOLDER_FLOOR, hz, n=16) + (
+        Part("box", (HOLDER_INNER * 0.75, HOLDER_INNER * 0.75, HOLDER_FLOOR / 2.0), pos=(0.0, 0.0, -hz + HOLDER_FLOOR / 2.0)),
+        Part("cylinder", (HOLDER_RADIUS, HOLDER_FLOOR / 2.0 - 0.0003), pos=(0.0, 0.0, -hz + HOLDER_FLOOR / 2.0 + 0.0003),
+             collide=False),
+    )
+    reach = HOLDER_RADIUS / math.cos(math.pi / 16)
+    return ObjectSpec(
+        category="pen_holder",
+        model_id=0,
+        parts=parts,
+        appearance=Appearance(_rgba("#3a8a80"), "flat"),
+        mass=0.25,
+        half_extents=(reach, reach, hz),
+        com=(0.0, 0.0, -hz * 0.4),
+        words=("teal", "pen holder", "holder", "cup", "pencil cup"),
+        descriptions=("pen holder",),
+    )

@@ -751,6 +751,20 @@ def is_A_xy_close_to_B_support_point(label_A: str, label_B: str, B_tag: str, thr
     return Pred(f"is_A_xy_close_to_B_support_point({label_A}, {label_B}:{B_tag!r}, {threshold})", fn)
 
 
+def is_functional_point_lower_than_root_point(
+    label: str, point: str, point_side: PointSide = "passive", z_margin: float = 0.0, atol: float = 1e-6
+) -> Pred:
+    """RoboDojo's `is_functional_point_lower_than_root_point`: some functional point `point` of the object lies at
+    least z_margin below its root (z <= root z - z_margin + atol); an object without the point: false."""
+
+    def fn(s: WorldState) -> bool:
+        root_z = float(s.objects[label][2])
+        return any(float(p[2]) <= root_z - z_margin + atol for p in functional_points(s, label, point, point_side))
+
+    margin = f", margin={z_margin}" if z_margin else ""
+    return Pred(f"is_functional_point_lower_than_root_point({label}:{point!r}{margin})", fn)
+
+
 # ------------------------------------------------------------------------------------------------------ programs
 
 

@@ -32,6 +32,9 @@ from pyrua_dojo.twin.reward import (
     is_A_xy_close_to_B_support_point,
     is_AB_xy_distance_within_threshold,
     is_all_gripper_open,
+    is_axis_aligned,
+    is_axis_up,
+    is_functional_point_lower_than_root_point,
 )
 from pyrua_dojo.twin.scene import SceneObject
 
@@ -129,10 +132,60 @@ def _stacking_program(layout: Layout, initial: WorldState) -> ProgramSpec:
     )
 
 
+# -------------------------------------------------------------------------------------------- fill_pen_holder
+
+PENS = ("target0", "target1", "target2", "target3")
+
+
+def _pen_holder_layout(placer: Placer, rng: np.random.Generator) -> str:
+    # target0-1: `pen` of indices [0, 1, 4], target2-3: `oil_pen` (`allow_duplicate`), lying (`side_unit`) at
+    # x -0.35..-0.04, y -0.2..0.1, yaw 0..120 deg, margin 1 cm; the holder at x 0..0.35, same y, yaw +-45 deg.
+    for label, (category, indices) in zip(PENS, (("pen", parts.PEN_INDICES),) * 2 + (("oil_pen", parts.OIL_PEN_INDICES),) * 2):
+        model_id = int(indices[int(rng.integers(len(indices)))])
+        placer.place(parts.pen(category, model_id), label, (-0.35, -0.04), (-0.2, 0.1), rotate_deg=(0, 120),
+                     margin=0.01)
+    placer.place(parts.pen_holder(), "pen_holder", (0.0, 0.35), (-0.2, 0.1), rotate_deg=45)
+    return _instruction("fill_pen_holder")
+
+
+def _pen_in(label: str) -> tuple[Pred, ...]:
+    """run_reward's checks of one pen: its tip within 3.5 cm of the holder's axis (in the holder's frame), its
+    bottom more than 3.5 cm below the holder's top, its tip lower than its root."""
+    return (
+        is_AB_xy_distance_within_threshold(label, "pen_holder", threshold=0.035, point_A="check", axis="object"),
+        is_A_depth_in_B(label, "pen_holder", z_threshold=0.035),
+        is_functional_point_lower_than_root_point(label, "check"),
+    )
+
+
+def _pen_score_item(label: str) -> tuple[Pred, ...]:
+    """get_score's `_target_checks`: as run_reward's, and the tip frame's z within 45 deg of world up."""
+    xy, depth, lower = _pen_in(label)
+    tip_up = is_axis_aligned(label, (0.0, 0.0, 1.0), world_axis=(0.0, 0.0, 1.0), align_threshold=45, point_A="check")
+    return (xy, lower, tip_up, depth)
+
+
+def _pen_holder_program(layout: Layout, initial: WorldState) -> ProgramSpec:
+    checks = [_pen_in(p) for p in PENS]
+    stage = (
+        *(c[0] for c in checks),
+        *(c[1] for c in checks),
+        *(c[2] for c in checks),
+        is_axis_up("pen_holder", (0.0, 0.0, 1.0)),
+        all_robot_back_to_origin(),
+    )
+    gate = (is_all_gripper_open(0.8), is_axis_up("pen_holder", (0.0, 0.0, 1.0), threshold=45))
+    return ProgramSpec(
+        stages=(stage,),
+        score=_ladder(tuple(_pen_score_item(p) for p in PENS), gate, (10.0, 25.0, 40.0, 90.0)),
+    )
+
+
 # ----------------------------------------------------------------------------------------------------- registry
 
 #: (name, layout, program, has a process score) - registered by `tasks.py` with the catalogue's facts.
 LONGHORIZON_ROWS: tuple[tuple[str, LayoutFn, ProgramFn, bool], ...] = (
     ("put_bottles_into_dustbin", _bottles_layout, _bottles_program, True),
     ("play_stacking_toy", _stacking_layout, _stacking_program, True),
+    ("fill_pen_holder", _pen_holder_layout, _pen_holder_program, True),
 )
