@@ -26,7 +26,12 @@ from pyrua_dojo.twin.reward import (
     is_A_xy_close_to_B_support_point,
 )
 from pyrua_dojo.twin.scene import TwinScene
-from pyrua_dojo.twin.tasks_longhorizon import PENS, RING_GROUPS, _pen_in, _pen_score_item
+from pyrua_dojo.twin.tasks_longhorizon import (
+    PENS,
+    RING_GROUPS,
+    _pen_in,
+    _pen_score_item,
+)
 
 STATION = load_station()
 TOP = STATION.table.top_z

@@ -19,6 +19,7 @@ import numpy as np
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_longhorizon as parts
 from pyrua_dojo.twin.layouts import Layout, Placer
+from pyrua_dojo.twin.objects import ObjectSpec
 from pyrua_dojo.twin.reward import (
     Pred,
     ProgramSpec,
@@ -59,7 +60,7 @@ def _ladder(items: Sequence[tuple[Pred, ...]], gate: tuple[Pred, ...], gradient:
     return ScoreSpec(stages=tuple(stages), gradient=gradient)
 
 
-def _place_fixed(placer: Placer, spec, label: str, pose: Sequence[float]) -> SceneObject:
+def _place_fixed(placer: Placer, spec: ObjectSpec, label: str, pose: Sequence[float]) -> SceneObject:
     """A fixture at a fixed env-frame pose (upstream's Geometry with fixed x / y / z limits relative to the Ground):
     welded, not on the table, so it takes no table footprint."""
     obj = SceneObject(label, spec, tuple(float(v) for v in pose), static=True)  # type: ignore[arg-type]
