@@ -344,6 +344,17 @@ def test_rings_dropped_near_their_pegs_slide_on_and_succeed_with_the_top_score()
     assert not stage_holds(spec, with_pose(final, "block3", on_top))
     swapped = with_pose(with_pose(final, "block9", final.objects["block7"]), "block7", final.objects["block9"])
     assert not stage_holds(spec, swapped)  # a group-2 piece on peg 3: the wrong peg
+    start = {o.label: o.pose for o in truth.layout.objects}
+    ladder = []
+    for n in range(1, 5):  # pegs 0 .. n-1 done, the other groups back where they started
+        s = final
+        for group in RING_GROUPS[n:]:
+            for b in group:
+                s = with_pose(s, b, start[b])
+        ladder.append(s)
+    assert score_of(spec, ladder, success=True) == 100.0
+    assert score_of(spec, ladder, success=False) == 60.0  # upstream's 10, 30, 60, 100; the top needs the success
+    assert score_of(spec, ladder[:2], success=False) == 30.0
     far = {a: np.asarray(p) + np.array([0, 0, 0.2, 0, 0, 0, 0]) for a, p in final.ee.items()}
     assert not stage_holds(spec, replace(final, ee=far))  # arms not back
 
