@@ -13,6 +13,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from pyrua_dojo.trace import load_run, read_jsonl
 from tests.support.episode import build_episode, openai_planner
 from tests.support.openai_server import FakeOpenAIServer, Slow, ToolCalls, finish_call, python_call
@@ -20,6 +22,7 @@ from tests.support.openai_server import FakeOpenAIServer, Slow, ToolCalls, finis
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_twenty_concurrent_episodes_stay_apart(tmp_path):
     n = 20
     with FakeOpenAIServer() as server:

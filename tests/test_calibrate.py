@@ -197,6 +197,7 @@ def direct_run(path: Path, *, task="stack_blocks", matrices=True, step_limit=550
     return result, watch, routine
 
 
+@pytest.mark.slow
 def test_full_plan_on_the_twin_touches_nothing_and_ends_home(tmp_path):
     result, watch, routine = direct_run(tmp_path / "run")
     assert result.status == "complete" and result.returned_home and result.camera_matrices
@@ -221,6 +222,7 @@ def test_full_plan_on_the_twin_touches_nothing_and_ends_home(tmp_path):
     assert (tmp_path / "run" / "fit.json").exists() and result.calibration_file == tmp_path / "run" / "calibration.yml"
 
 
+@pytest.mark.slow
 def test_short_budget_skips_poses_and_still_returns_home(tmp_path):
     result, watch, _ = direct_run(tmp_path / "run", step_limit=120)
     assert result.status == "partial" and result.skipped and result.returned_home
@@ -230,6 +232,7 @@ def test_short_budget_skips_poses_and_still_returns_home(tmp_path):
     assert last["label"] == "home" and np.allclose(last["joints"]["right"], 0.0, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_episode_ending_under_the_routine_keeps_what_was_recorded(tmp_path):
     # general_pickup ends at 200 steps; the routine was told it had 1000.
     result, watch, _ = direct_run(tmp_path / "run", task="general_pickup", step_limit=1000)

@@ -228,6 +228,7 @@ def test_robo_locate_validates_and_delegates(blocks: Scene) -> None:
 # ----------------------------------------------------------------------------------------------- bench
 
 
+@pytest.mark.slow
 def test_bench_locate_figures_hold_on_three_layouts(capsys: pytest.CaptureFixture[str]) -> None:
     # The thresholds are the oracle's: exact masks and the agent's own station, said explicitly.
     results = bench_run(layouts=3, seed=0, wrist_objects=2, noises=("none",), station="exact")

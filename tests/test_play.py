@@ -15,6 +15,7 @@ from pyrua_dojo.play import PlayOptions
 from tests.fixtures.policies.helpers import run_dir_of
 
 
+@pytest.mark.slow
 def test_play_one_episode_through_the_wire(tmp_path, capsys):
     results, runs = tmp_path / "eval_result", tmp_path / "runs"
     rc = main(["play", "--task", "stack_blocks", "--seed", "0", "--layout", "1", "--results", str(results),

@@ -62,6 +62,7 @@ def drive(m: Model, env: TwinEnv, max_chunks: int = 10_000) -> tuple[int, list[i
     return steps, sizes
 
 
+@pytest.mark.slow
 def test_agent_that_finishes_early_gets_hold_chunks_until_the_step_limit(tmp_path, env):
     env.reset("stack_blocks", 0, 3)
     m = model(tmp_path, SMALL_MOVE, hold_steps=25)
@@ -163,6 +164,7 @@ def test_an_episode_that_cannot_start_is_logged_and_held(tmp_path, env):
     m.reset()
 
 
+@pytest.mark.slow
 def test_two_env_indexes_in_one_model_keep_their_episodes_apart(tmp_path):
     env2 = TwinEnv(num_envs=2)
     try:

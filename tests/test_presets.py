@@ -132,6 +132,7 @@ def test_reasoning_content_is_stored_and_replayed_only_when_asked(server, tmp_pa
 _LONG_CELL = "print('measurement ' * 600)\nfor cam in ('cam_head', 'cam_left_wrist', 'cam_right_wrist'):\n    robo.show(cam)"
 
 
+@pytest.mark.slow
 def test_a_long_episode_is_shortened_to_fit_a_65536_token_window(server, tmp_path):
     """Forty cells, each printing a long output and asking for three images, pass a 65,536-token window; the
     episode runs to its end, every request fits by the estimate and the model is told each time."""

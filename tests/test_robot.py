@@ -213,6 +213,7 @@ def test_bad_arguments_raise_value_error_before_anything_moves(station_env, call
     assert bridge.chunks == before
 
 
+@pytest.mark.slow
 def test_the_end_of_the_episode_raises_episode_finished_not_exception(station_env):
     env, _, robo = station_env
     for _ in range(env.step_lim):  # run out the step limit with holds

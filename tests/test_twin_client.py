@@ -40,6 +40,7 @@ def sidecar(run_dir) -> dict:
 # ------------------------------------------------------------------------------------------- the observations
 
 
+@pytest.mark.slow
 def test_observations_results_and_videos_follow_robodojo(tmp_path):
     pol = policy_copy(tmp_path, chunk=25, obs_every_step=False)
     results = tmp_path / "eval_result"
@@ -96,6 +97,7 @@ def test_observations_results_and_videos_follow_robodojo(tmp_path):
     assert not (run_dir / "_stream").exists()
 
 
+@pytest.mark.slow
 def test_batch_policy_gets_parallel_envs_with_their_env_idx(tmp_path):
     pol = policy_copy(tmp_path, chunk=50, obs_every_step=False, eval_batch=True)
     results = tmp_path / "eval_result"
@@ -112,6 +114,7 @@ def test_batch_policy_gets_parallel_envs_with_their_env_idx(tmp_path):
     assert [(e.index, e.layout_id) for e in result.episodes] == [(0, 0), (1, 1)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("dispatch", "updates"), [("infer", 2), ("call", 2 + 2 * 2)])
 def test_dispatch_like_older_or_newer_xpolicylab_clients(tmp_path, dispatch, updates):
     # Two chunks of 3 actions with XPolicyLab's loop: 6 get_obs. Over INFER (7198143) only the one before each
@@ -122,6 +125,7 @@ def test_dispatch_like_older_or_newer_xpolicylab_clients(tmp_path, dispatch, upd
         assert model.updates == updates and len(records(tmp_path)) == 2
 
 
+@pytest.mark.slow
 def test_depth_observations(tmp_path):
     pol = policy_copy(tmp_path, chunk=1, stop_after_chunks=1)
     with serve(pol, TASK) as (server, _):
@@ -137,6 +141,7 @@ def test_depth_observations(tmp_path):
 # ----------------------------------------------------------------------------------------------- policy errors
 
 
+@pytest.mark.slow
 def test_invalid_action_gets_robodojos_error_and_the_run_goes_on(tmp_path):
     pol = policy_copy(tmp_path, chunk=50, obs_every_step=False, fault="invalid_action", fault_episode=0)
     results = tmp_path / "eval_result"
@@ -155,6 +160,7 @@ def test_invalid_action_gets_robodojos_error_and_the_run_goes_on(tmp_path):
     assert len(records(tmp_path)) == 1 + 200 // 50  # layout 1 ran to its step limit after layout 0 broke
 
 
+@pytest.mark.slow
 def test_reference_loop_and_an_error_frame_from_the_model(tmp_path):
     # No --policy-dir: XPolicyLab's reference loop drives the env (one get_obs after every action).
     pol = policy_copy(tmp_path, chunk=5, fault="raise", fault_episode=0, fault_after=2)
@@ -173,6 +179,7 @@ def test_reference_loop_and_an_error_frame_from_the_model(tmp_path):
     assert frames == 11  # the reference loop observes after every action but a chunk's last: 1 + 2 * 5
 
 
+@pytest.mark.slow
 def test_timeout_with_on_error_skip_leaves_the_episode_out_as_robodojo_does(tmp_path):
     pol = policy_copy(tmp_path, chunk=5, obs_every_step=False, fault="sleep", fault_sleep_s=2.0)
     results = tmp_path / "eval_result"
@@ -187,6 +194,7 @@ def test_timeout_with_on_error_skip_leaves_the_episode_out_as_robodojo_does(tmp_
     assert err["index"] is None and err["error"]["kind"] == "timeout"
 
 
+@pytest.mark.slow
 def test_deploy_that_returns_early_is_booked_as_failed_and_a_run_resumes(tmp_path):
     pol = policy_copy(tmp_path, chunk=5, obs_every_step=False, stop_after_chunks=1)
     results = tmp_path / "eval_result"

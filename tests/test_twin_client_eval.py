@@ -32,6 +32,7 @@ def twin_eval(policy_dir: Path, results: Path, *extra: str, task: str = TASK) ->
                  "--server-timeout", "120", *extra])
 
 
+@pytest.mark.slow
 def test_server_script_gets_xpolicylabs_positional_arguments(tmp_path):
     pol = policy_copy(tmp_path, chunk=50, obs_every_step=False)
     results = tmp_path / "eval_result"
@@ -94,6 +95,7 @@ def plugin_dir() -> Path:
     return packaged()
 
 
+@pytest.mark.slow
 def test_our_plugin_runs_the_same_way(tmp_path):
     program = tmp_path / "program.py"
     program.write_text(PLUMBING_PROGRAM)

@@ -166,6 +166,7 @@ def test_gripper_semantics_closing_on_nothing_and_opening() -> None:
         assert env.get_obs()["state"]["left_ee_joint_state"] == [1.0]
 
 
+@pytest.mark.slow
 def test_actions_after_the_step_limit_are_dropped(tmp_path) -> None:
     with TwinEnv() as env:
         env.reset("align_blocks", seed=0, layout_id=0)  # step limit 200

@@ -183,6 +183,7 @@ def test_fasten_screws_layout_details() -> None:
 # --------------------------------------------------------------------------------------------- fasten_screws
 
 
+@pytest.mark.slow
 def test_fasten_screws_by_truth() -> None:
     with TwinEnv() as env:
         env.reset("fasten_screws", seed=0, layout_id=1)
@@ -227,6 +228,7 @@ def test_fasten_screws_by_truth() -> None:
 # ------------------------------------------------------------------------------------------- plug_in_charger
 
 
+@pytest.mark.slow
 def test_plug_in_charger_by_truth() -> None:
     with TwinEnv() as env:
         env.reset("plug_in_charger", seed=0, layout_id=2)
@@ -265,6 +267,7 @@ def test_plug_in_charger_by_truth() -> None:
 # ---------------------------------------------------------------------------------------------- insert_tubes
 
 
+@pytest.mark.slow
 def test_insert_tubes_by_truth() -> None:
     with TwinEnv() as env:
         env.reset("insert_tubes", seed=0, layout_id=0)
@@ -299,6 +302,7 @@ def test_insert_tubes_by_truth() -> None:
 # -------------------------------------------------------------------------------------- pour_balls_into_vase
 
 
+@pytest.mark.slow
 def test_pour_balls_into_vase_by_truth() -> None:
     with TwinEnv() as env:
         env.reset("pour_balls_into_vase", seed=0, layout_id=0)
@@ -382,6 +386,7 @@ def test_deposit_coin_score_tiers() -> None:
 # ------------------------------------------------------------------------------------------------ insert_key
 
 
+@pytest.mark.slow
 def test_insert_key_by_truth() -> None:
     with TwinEnv() as env:
         env.reset("insert_key", seed=0, layout_id=0)

@@ -2,6 +2,8 @@
 
 `TwinEnv` speaks RoboDojo's env contract (get_obs / take_action / is_episode_end and the batch variants) so the
 same deploy loop and the same policy run against it; `TwinEnv.truth(i)` gives tests and tools the ground truth.
+The simulated station is `station_truth.yml` (never the agent's defaults); this package imports neither
+`primitives` nor the agent runtime (.importlinter). The RoboDojo side of a twin run is `pyrua_dojo.harness`.
 """
 
 from __future__ import annotations
