@@ -28,10 +28,12 @@ from pyrua_dojo.twin.reward import (
     WorldState,
     functional_points,
     is_A_functional_point_higher_than_z,
+    is_A_on_B_left,
     is_functional_point_not_moved,
+    is_labels_axis_difference_in_range,
 )
 from pyrua_dojo.twin.scene import TwinScene
-from pyrua_dojo.twin.tasks_generalization import GENERALIZATION_ROWS
+from pyrua_dojo.twin.tasks_generalization import DOLL_PROHIBITED, GENERALIZATION_ROWS, dolls_largest_first
 
 STATION = load_station()
 TOP = STATION.table.top_z
@@ -143,6 +145,17 @@ def check_layout(task: str, lay: Any) -> None:
         assert (len(clutter) >= 10) if random_variant else not clutter
         for o in clutter:
             assert o.pose[1] > -0.4 or abs(o.pose[0]) > 0.35  # off the no-clutter strip (centres; footprints checked by the placer)
+    elif task.startswith("sort_nesting_dolls_by_size"):
+        dolls = [lay.object(f"doll{i}") for i in range(5)]
+        groups = G.DOLL_GROUPS_RANDOM if random_variant else G.DOLL_GROUPS
+        ids = sorted(o.spec.model_id for o in dolls)
+        assert tuple(ids) in set(groups.values())  # one texture group, all five sizes
+        for o in dolls:
+            assert _in(o.pose[0], (-0.45, 0.45)) and _in(o.pose[1], (-0.25, -0.05)) and abs(yaw_of(o.pose[3:])) <= 45 + 1e-6
+            for x0, y0, x1, y1 in DOLL_PROHIBITED:  # no doll centre on a target spot
+                assert not (x0 <= o.pose[0] <= x1 and y0 <= o.pose[1] <= y1)
+        clutter = [o for o in lay.objects if o.label.startswith("clutter_")]
+        assert (len(clutter) >= 10) if random_variant else not clutter
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -381,3 +394,67 @@ def test_hang_mugs_score_needs_each_mug_still() -> None:
     # the handle jumping 1 cm at every evaluation: never still
     jitter = [with_pose(hung, "mug1", [m1[0] + 0.01 * (k % 2), *m1[1:]]) for k in range(6)]
     assert score_tier(spec, [state, *jitter]) == 0
+
+
+# ---------------------------------------------------------------------------------- sort_nesting_dolls_by_size
+
+DOLL_TARGET_X = (-0.24, -0.12, 0.0, 0.12, 0.24)  # upstream's layout comments: the largest at -0.24 (the left)
+
+
+def _row(truth: Any, order: tuple[str, ...], xs: tuple[float, ...], y: float = -0.12) -> None:
+    for label, x in zip(order, xs):
+        hz = truth.scene.objects[label].spec.half_extents[2]
+        truth.set_object_pose(label, [x, y, TOP + hz + 0.002, 1.0, 0.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("task", ["sort_nesting_dolls_by_size", "sort_nesting_dolls_by_size_random"])
+def test_sort_nesting_dolls_largest_on_the_left_by_truth(task: str) -> None:
+    with TwinEnv() as env:
+        env.reset(task, seed=0, layout_id=4)
+        truth = env.truth()
+        hold = hold_action(env)
+        order = dolls_largest_first(truth.layout)
+        radii = [truth.scene.objects[d].spec.half_extents[0] for d in order]
+        assert radii == sorted(radii, reverse=True) and len(set(radii)) == 5
+        # the instruction's order (smallest on the left) first: upstream's check does not accept it
+        _row(truth, tuple(reversed(order)), DOLL_TARGET_X)
+        for _ in range(10):
+            env.take_action(hold)
+        assert not truth.outcome().finished and truth.program_status().stages_done == 0
+        _row(truth, order, DOLL_TARGET_X)
+        env.take_action(hold)
+        out = truth.outcome()
+        assert out.success and out.score == 1.0 and out.steps == 11
+        final, spec = truth.world_state(), truth.program_spec
+    for d in order:  # they stood where they were put
+        assert _tilt(final.objects[d]) < 2.0
+    assert stage_holds(spec, final)
+    a, b = order[1], order[2]
+    pa = np.asarray(final.objects[a])
+    # two neighbours only 2.5 cm apart in x
+    assert not stage_holds(spec, with_pose(final, b, [pa[0] + 0.025, *final.objects[b][1:]]))
+    # rows 4 cm apart front to back
+    pb = np.asarray(final.objects[b])
+    assert not stage_holds(spec, with_pose(final, b, [pb[0], pb[1] + 0.04, *pb[2:]]))
+    # a doll leaning 20 deg
+    assert not stage_holds(spec, with_pose(final, b, [*pb[:3], *tilt_x(pb[3:], 20.0)]))
+    far = {arm: np.asarray(p) + np.array([0.0, 0.0, 0.2, 0, 0, 0, 0]) for arm, p in final.ee.items()}
+    assert not stage_holds(spec, replace(final, ee=far))
+
+
+def test_row_predicates() -> None:
+    lay = get_task("sort_nesting_dolls_by_size").layout(STATION, 0, 0)
+    initial = {o.label: np.array(o.pose, dtype=float) for o in lay.objects}
+    home = np.array([0.0, 0.0, 0.9, 1.0, 0.0, 0.0, 0.0])
+    state = WorldState(objects=initial, initial_objects=initial, bboxes={}, ee={"left": home}, origin_ee={"left": home},
+                       gripper_open={"left": 1.0})
+    s = with_pose(with_pose(state, "doll0", [0.0, -0.1, 0.8, 1, 0, 0, 0]), "doll1", [0.031, -0.134, 0.8, 1, 0, 0, 0])
+    assert is_A_on_B_left("doll0", "doll1", x_threshold=0.03)(s) and not is_A_on_B_left("doll1", "doll0", 0.03)(s)
+    assert not is_A_on_B_left("doll0", "doll1", x_threshold=0.032)(s)
+    pair = ("doll0", "doll1")
+    assert is_labels_axis_difference_in_range(pair, axis="y", max_threshold=0.035)(s)
+    assert not is_labels_axis_difference_in_range(pair, axis="y", max_threshold=0.033)(s)
+    assert not is_labels_axis_difference_in_range(pair, axis="y", min_threshold=0.04)(s)
+    assert not is_labels_axis_difference_in_range(("doll0",), axis="y", max_threshold=1.0)(s)
+    with pytest.raises(ValueError, match="axis"):
+        is_labels_axis_difference_in_range(pair, axis="w")

@@ -321,3 +321,56 @@ def mug_rack(model_id: int) -> ObjectSpec:
         descriptions=("mug rack",),
         points=tuple(points),
     )
+
+
+# ---------------------------------------------------------------------------------------- sort_nesting_dolls_by_size
+# Five graded matryoshka dolls per texture group; the size rank is the index % 5 (0 smallest). Upstream's config
+# states the ranks' half extents in its comments (rank 0 .. 4: 1.52, 1.98, 2.44, 2.90, 3.35 cm): the twin's doll
+# radius. The height (1.7 diameters, a typical matryoshka's proportion) is ours. A doll: a cylindrical body over a
+# square contact plate (four contacts on the table), a dome and a head (spheres); colour by texture group.
+
+DOLL_RADII = (0.0152, 0.0198, 0.0244, 0.029, 0.0335)  # by rank (index % 5), upstream's half extents
+DOLL_GROUPS: dict[str, tuple[int, ...]] = {
+    "texture0": (0, 1, 2, 3, 4), "texture1": (5, 6, 7, 8, 9), "texture2": (10, 11, 12, 13, 14),
+}
+DOLL_GROUPS_RANDOM: dict[str, tuple[int, ...]] = {"texture0": (15, 16, 17, 18, 19), "texture1": (20, 21, 22, 23, 24)}
+DOLL_LOOKS = (  # by index // 5: (colour word, body, face/apron)
+    ("red", "#c8302a", "#f4e0c0"),
+    ("blue", "#2f5fd6", "#f0f0f0"),
+    ("green", "#2f9a4a", "#f4e8c0"),
+    ("yellow", "#e8c21f", "#c8302a"),
+    ("purple", "#8a3fc2", "#f4e0c0"),
+)
+
+
+def nesting_doll(model_id: int) -> ObjectSpec:
+    """RoboDojo's `matryoshka_dolls[i]`: a doll of size rank i % 5 standing upright (local +z)."""
+    if not 0 <= model_id < 5 * len(DOLL_LOOKS):
+        raise ValueError(f"no nesting doll with index {model_id}; known: 0..{5 * len(DOLL_LOOKS) - 1}")
+    colour, body, face = DOLL_LOOKS[model_id // 5]
+    r = DOLL_RADII[model_id % 5]
+    h = 3.4 * r
+    hz = h / 2.0
+    body_top = -hz + 0.55 * h
+    head_r = 0.62 * r
+    head_z = hz - head_r
+    plate = 0.7 * r
+    return ObjectSpec(
+        category="matryoshka_dolls",
+        model_id=model_id,
+        parts=(
+            Part("box", (plate, plate, 0.002), pos=(0.0, 0.0, -hz + 0.002)),
+            Part("cylinder", (r, (body_top - (-hz + 0.001)) / 2.0), pos=(0.0, 0.0, (body_top - hz + 0.001) / 2.0)),
+            Part("sphere", (0.92 * r,), pos=(0.0, 0.0, body_top - 0.1 * r)),
+            Part("sphere", (head_r,), pos=(0.0, 0.0, head_z)),
+            Part("sphere", (0.45 * r,), pos=(0.0, -0.3 * r, head_z - 0.05 * r), rgba=_rgba(face), collide=False),
+            Part("box", (0.55 * r, 0.02 * r, 0.3 * h), pos=(0.0, -0.985 * r, -hz + 0.3 * h), rgba=_rgba(face),
+                 collide=False),
+        ),
+        appearance=Appearance(_rgba(body), "flat"),
+        mass=0.02 + 4.0 * r**2 * h * 100.0,  # hollow wood
+        half_extents=(r, r, hz),
+        com=(0.0, 0.0, -0.1 * h),
+        words=(colour, "doll", "nesting doll", "matryoshka", "wooden"),
+        descriptions=(f"{colour} nesting doll",),
+    )

@@ -758,6 +758,38 @@ def is_functional_point_not_moved(label: str, point: str, dis_threshold: float =
     return Pred(f"is_functional_point_not_moved({label}:{point!r}, {dis_threshold}, update={update})", fn)
 
 
+def is_A_on_B_left(label_A: str, label_B: str, x_threshold: float = 0.1) -> Pred:
+    """RoboDojo's `is_A_on_B_left`: A's root more than x_threshold to the -x side (the left) of B's root."""
+    return Pred(
+        f"is_A_on_B_left({label_A}, {label_B}, {x_threshold})",
+        lambda s: float(s.objects[label_B][0]) - float(s.objects[label_A][0]) > x_threshold,
+    )
+
+
+def is_labels_axis_difference_in_range(
+    labels: Sequence[str], axis: str = "x", min_threshold: float | None = None, max_threshold: float | None = None
+) -> Pred:
+    """RoboDojo's `is_labels_axis_difference_in_range`: the spread (max - min) of the roots' coordinate `axis`
+    ('x', 'y' or 'z') at least min_threshold and at most max_threshold (each when given); fewer than 2 labels fail."""
+    if axis not in ("x", "y", "z"):
+        raise ValueError(f"axis must be 'x', 'y' or 'z', got {axis!r}")
+    labels = tuple(labels)
+    i = "xyz".index(axis)
+
+    def fn(s: WorldState) -> bool:
+        if len(labels) < 2:
+            return False
+        values = [float(s.objects[lb][i]) for lb in labels]
+        spread = max(values) - min(values)
+        if min_threshold is not None and spread < min_threshold:
+            return False
+        return not (max_threshold is not None and spread > max_threshold)
+
+    return Pred(
+        f"is_labels_axis_difference_in_range({', '.join(labels)}, {axis}, {min_threshold}, {max_threshold})", fn
+    )
+
+
 # ------------------------------------------------------------------------------------------------------ programs
 
 

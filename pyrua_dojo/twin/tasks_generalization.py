@@ -31,10 +31,12 @@ from pyrua_dojo.twin.reward import (
     any_of,
     is_A_functional_point_close_to_B_functional_point,
     is_A_functional_point_higher_than_z,
+    is_A_on_B_left,
     is_all_gripper_open,
     is_axis_aligned,
     is_axis_up,
     is_functional_point_not_moved,
+    is_labels_axis_difference_in_range,
     is_lift,
     is_pointA_in_B_functional_bbox,
 )
@@ -203,6 +205,62 @@ def _hang_program(layout: Layout, initial: WorldState) -> ProgramSpec:
     )
 
 
+# ---------------------------------------------------------------------------------- sort_nesting_dolls_by_size
+
+DOLLS = tuple(f"doll{i}" for i in range(5))
+# Upstream's ProhibitedArea: a strip at the table's front centre and the five target spots of its layout comments
+# (x = -0.24 .. 0.24 at y = -0.12, the largest doll at -0.24), kept free at the start.
+DOLL_PROHIBITED = (
+    (-0.05, -0.22, 0.05, -0.18),
+    (-0.274, -0.154, -0.206, -0.086),
+    (-0.149, -0.149, -0.091, -0.091),
+    (-0.025, -0.145, 0.025, -0.095),
+    (0.100, -0.140, 0.140, -0.100),
+    (0.225, -0.135, 0.255, -0.105),
+)
+
+
+def _dolls_layout(random_variant: bool) -> LayoutFn:
+    """Upstream: one texture group (`hierarchical`: 1 category, all 5 instances, unique, labels doll0..doll4 in a
+    random order) in x [-0.45, 0.45], y [-0.25, -0.05], yaw +-45 deg, margin 2 cm, off the prohibited spots; the
+    `_random` variant draws from held-out groups and adds 20 clutter objects off the no-clutter strip."""
+    groups = G.DOLL_GROUPS_RANDOM if random_variant else G.DOLL_GROUPS
+
+    def fn(placer: Placer, rng: np.random.Generator) -> str:
+        for rect in DOLL_PROHIBITED + ((NO_CLUTTER_STRIP,) if random_variant else ()):
+            placer.add_prohibited(rect)
+        group = groups[sorted(groups)[int(rng.integers(len(groups)))]]
+        for label, k in zip(DOLLS, rng.permutation(len(group))):
+            placer.place(G.nesting_doll(int(group[int(k)])), label, (-0.45, 0.45), (-0.25, -0.05), rotate_deg=45,
+                         margin=0.02)
+        if random_variant:
+            _clutter(placer, rng)
+        return _instruction("sort_nesting_dolls_by_size")
+
+    return fn
+
+
+def dolls_largest_first(layout: Layout) -> tuple[str, ...]:
+    """upstream's `_get_ordered_labels_per_env`: the doll labels by size rank (index % 5), largest first."""
+    return tuple(sorted(DOLLS, key=lambda lb: layout.object(lb).spec.model_id % 5, reverse=True))
+
+
+def _dolls_program(layout: Layout, initial: WorldState) -> ProgramSpec:
+    """Upstream's check puts the largest doll at the left (-x) end, each next-smaller one more than 3 cm to its
+    right - the opposite of the instruction's "from smallest to largest" (the twin judges as upstream)."""
+    order = dolls_largest_first(layout)
+    return ProgramSpec(
+        stages=(
+            (
+                is_labels_axis_difference_in_range(order, axis="y", max_threshold=0.035),
+                *(is_A_on_B_left(a, b, x_threshold=0.03) for a, b in zip(order, order[1:])),
+                *(is_axis_up(d, (0, 0, 1)) for d in DOLLS),
+                B(),
+            ),
+        ),
+    )
+
+
 # ----------------------------------------------------------------------------------------------------- registry
 
 #: (name, layout, program, has a process score) - registered by `tasks.py` with the catalogue's facts.
@@ -211,4 +269,6 @@ GENERALIZATION_ROWS: tuple[tuple[str, LayoutFn, ProgramFn, bool], ...] = (
     ("pack_objects_into_box_random", _pack_layout(True), _pack_program, True),
     ("hang_mugs", _hang_layout(False), _hang_program, True),
     ("hang_mugs_random", _hang_layout(True), _hang_program, True),
+    ("sort_nesting_dolls_by_size", _dolls_layout(False), _dolls_program, False),
+    ("sort_nesting_dolls_by_size_random", _dolls_layout(True), _dolls_program, False),
 )
