@@ -33,7 +33,11 @@ from pyrua_dojo.twin.reward import (
     is_labels_axis_difference_in_range,
 )
 from pyrua_dojo.twin.scene import TwinScene
-from pyrua_dojo.twin.tasks_generalization import DOLL_PROHIBITED, GENERALIZATION_ROWS, dolls_largest_first
+from pyrua_dojo.twin.tasks_generalization import (
+    DOLL_PROHIBITED,
+    GENERALIZATION_ROWS,
+    dolls_largest_first,
+)
 
 STATION = load_station()
 TOP = STATION.table.top_z
@@ -458,3 +462,38 @@ def test_row_predicates() -> None:
     assert not is_labels_axis_difference_in_range(("doll0",), axis="y", max_threshold=1.0)(s)
     with pytest.raises(ValueError, match="axis"):
         is_labels_axis_difference_in_range(pair, axis="w")
+
+
+# ------------------------------------------------------------------------------------------------- end to end
+
+TRIVIAL_PROGRAM = """# a trivial program: look at the state, go home, finish
+# %% state
+s = robo.state()
+print(s)
+# %% home
+robo.home()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", TASKS)
+def test_eval_runs_each_task_to_its_step_limit_and_books_a_failure(task: str, tmp_path: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from pyrua_dojo.evaluate.results import read_agent_record, read_result_file
+
+    program = tmp_path / "program.py"
+    program.write_text(TRIVIAL_PROGRAM)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "pyrua_dojo.cli", "eval", "--tasks", task, "--episodes", "1", "--program", str(program),
+           "--segmentation", "none", "--workers", "1", "--out", str(out)]
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=900, env={**os.environ, "MUJOCO_GL": "egl"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    (path,) = sorted((out / "RoboDojo" / task).glob("*/*/*/*/_result.json"))
+    run = read_result_file(path)
+    assert [(e.layout_id, e.success, e.score) for e in run.episodes] == [(0, False, 0.0)]
+    record = read_agent_record(path.parent / "episodes" / "layout_0000")
+    assert record is not None and record.step_limit == catalogued(task).step_limit and not record.success
+    assert record.extra.get("failure") == "step limit"  # the twin held the episode to its step limit

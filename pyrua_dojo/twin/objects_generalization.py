@@ -12,8 +12,15 @@ from __future__ import annotations
 
 import math
 
-from pyrua_dojo.twin.objects import Appearance, NamedPoint, ObjectSpec, Part, Quat, _rgba
-from pyrua_dojo.twin.shapes import hollow_box
+from pyrua_dojo.twin.objects import (
+    Appearance,
+    NamedPoint,
+    ObjectSpec,
+    Part,
+    Quat,
+    _rgba,
+)
+from pyrua_dojo.twin.shapes import hollow_box, ring
 
 
 def _yaw(deg: float) -> Quat:
@@ -245,8 +252,6 @@ RACK_LOOKS: dict[int, tuple[str, str]] = {0: ("brown", "#7a4a2a"), 1: ("black", 
 def mug(model_id: int) -> ObjectSpec:
     """RoboDojo's `mug[i]`: a mug with an open loop handle at +x (active functional point `handle`)."""
     colour, hexcol = _look(MUG_LOOKS, "mug", model_id)
-    from pyrua_dojo.twin.shapes import ring
-
     r, h, t = MUG_RADIUS, MUG_HEIGHT, MUG_HANDLE_BAR
     cx = -MUG_HANDLE_OUT / 2.0  # the mug's axis in the bbox-centred frame
     parts = list(ring(r - MUG_WALL, r, -h / 2.0 + MUG_FLOOR, h / 2.0, n=16, centre=(cx, 0.0)))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from itertools import combinations
+from itertools import combinations, pairwise
 
 import numpy as np
 
@@ -253,7 +253,7 @@ def _dolls_program(layout: Layout, initial: WorldState) -> ProgramSpec:
         stages=(
             (
                 is_labels_axis_difference_in_range(order, axis="y", max_threshold=0.035),
-                *(is_A_on_B_left(a, b, x_threshold=0.03) for a, b in zip(order, order[1:])),
+                *(is_A_on_B_left(a, b, x_threshold=0.03) for a, b in pairwise(order)),
                 *(is_axis_up(d, (0, 0, 1)) for d in DOLLS),
                 B(),
             ),
