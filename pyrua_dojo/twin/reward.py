@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import combinations
 from typing import TYPE_CHECKING, Literal, Union
 
 import numpy as np
@@ -722,6 +723,24 @@ def is_axis_aligned(
     return Pred(
         f"is_axis_aligned({label_A}:{point_A!r} {list(axis_A)}, {target}, {align_threshold}, plane={project_plane!r})", fn
     )
+
+
+# ------------------------------------------------------------------------- tw-digits: any k of several check groups
+
+
+def any_k_of(groups: Sequence[Sequence[Pred]], k: int) -> Pred:
+    """One stage entry that holds when, for some choice of `k` of the `groups`, every check of those groups holds.
+
+    Upstream writes this as a list of options, each the concatenated checks of one `itertools.combinations(groups,
+    k)` choice (`check_once`: a list entry is "any of", a list inside it "all of"; arrange_largest_number's
+    `_combined_digit_score_options`). The groups are fixed when the check is registered (upstream's `get_score`
+    runs once, after reset, and picks each group's labels then); k = len(groups) is all of them."""
+    groups = tuple(tuple(g) for g in groups)
+    if not 1 <= k <= len(groups):
+        raise ValueError(f"any_k_of needs 1 <= k <= {len(groups)} groups, got k={k}")
+    options = tuple(all_of(*(p for g in choice for p in g)) for choice in combinations(groups, k))
+    return Pred(f"any {k} of {len(groups)} groups [" + "; ".join(all_of(*g).name for g in groups) + "]",
+                lambda s: any(o(s) for o in options))
 
 
 # ------------------------------------------------------------------------------------------------------ programs

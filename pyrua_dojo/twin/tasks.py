@@ -300,6 +300,12 @@ def _rearrange_rows() -> tuple:
     return REARRANGE_ROWS
 
 
+def _digits_rows() -> tuple:
+    from pyrua_dojo.twin.tasks_digits import DIGITS_ROWS  # arrange_largest_number (+ _random), solve_equation
+
+    return DIGITS_ROWS
+
+
 def _precision_spec(name: str, layout_fn: LayoutFn, program_fn: ProgramFn, has_score: bool) -> TaskSpec:
     """A twin task whose step limit, episode count, dimension and back-to-origin flag are the catalogue's."""
     from pyrua_dojo.catalog import get_task as catalogued
@@ -320,6 +326,7 @@ TASKS: Mapping[str, TaskSpec] = {
         TaskSpec("align_blocks", "Open", 200, 50, _align_layout, _align_program, False, True),
         *(_precision_spec(*row) for row in _precision_rows()),
         *(_precision_spec(*row) for row in _rearrange_rows()),
+        *(_precision_spec(*row) for row in _digits_rows()),
     )
 }
 
