@@ -1,4 +1,4 @@
-"""The digit-tile tasks on the twin: arrange_largest_number (+ _random).
+"""The digit-tile tasks on the twin: arrange_largest_number (+ _random) and solve_equation.
 
 A truth-driven script (tests only: it teleports tiles with the twin's truth; the arms hold still) completes each
 task and the success check fires at that step with score 1, the process score climbing through upstream's tiers on
@@ -29,12 +29,12 @@ from pyrua_dojo.twin import objects_digits as D
 from pyrua_dojo.twin.layouts import Layout, box_polygon, polygons_intersect
 from pyrua_dojo.twin.reward import Pred, RewardProgram, WorldState, any_k_of, convex_hull
 from pyrua_dojo.twin.scene import TwinScene
-from pyrua_dojo.twin.tasks_digits import arrange_order
+from pyrua_dojo.twin.tasks_digits import OPS, arrange_order, calc, draw_equation, equation_pairs, find_missing
 
 STATION = load_station()
 TOP = STATION.table.top_z
 ARRANGE = ("arrange_largest_number", "arrange_largest_number_random")
-TASKS = ARRANGE
+TASKS = (*ARRANGE, "solve_equation")
 HOME = {
     "left": np.array([-0.301, -0.2098, 0.9215, 0.5, -0.5, 0.5, 0.5]),
     "right": np.array([0.299, -0.2098, 0.9215, 0.5, -0.5, 0.5, 0.5]),
@@ -116,7 +116,7 @@ def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
     card = TaskCard.for_task(task, lay.instruction)
     assert card.step_limit == cat.step_limit and card.back_to_origin is cat.back_to_origin
     assert card.instruction == lay.instruction
-    assert spec.has_score
+    assert spec.has_score is (task != "solve_equation")  # upstream's solve_equation has no get_score
 
 
 @pytest.mark.parametrize("task", ARRANGE)
@@ -299,6 +299,143 @@ def test_arrange_score_counts_any_tiles_in_place() -> None:
     prog.step(state_of(lay, every))
     assert prog.reward == 1.0 and prog.process_score(success=True) == 100.0
     assert prog.process_score(success=False) == gradient[n - 2]  # 100 is withheld without success
+
+
+# ----------------------------------------------------------------------------------------------- solve_equation
+
+EQ_MATS_X = (-0.17, -0.085, 0.0, 0.085, 0.17)
+OP_X = {"plus": -0.15, "minus": -0.05, "multiplication": 0.05, "division": 0.15}
+
+
+def _value(lay: Layout, label: str) -> int | str:
+    spec = lay.object(label).spec
+    return spec.model_id % 10 if spec.category == "number" else spec.category
+
+
+def _holds(a: int, op: str, b: int, c: int) -> bool:
+    """a op b == c in whole non-negative numbers, written independently of the twin's `calc`."""
+    if op == "plus":
+        return a + b == c
+    if op == "minus":
+        return a - b == c
+    if op == "multiplication":
+        return a * b == c
+    return b != 0 and a == b * c
+
+
+def test_equation_rules() -> None:
+    """Single digits throughout, no negative difference, exact division by a non-zero digit; every drawn equation
+    holds and every slot and operator comes up."""
+    for op in OPS:
+        pairs = equation_pairs(op)
+        assert pairs and all(0 <= calc(a, op, b) <= 9 for a, b in pairs)  # type: ignore[operator]
+        assert all(_holds(a, op, b, calc(a, op, b)) for a, b in pairs)  # type: ignore[arg-type]
+    assert (3, 5) not in equation_pairs("minus") and (7, 2) not in equation_pairs("division")
+    assert (5, 0) not in equation_pairs("division") and (3, 4) not in equation_pairs("multiplication")
+    assert calc(7, "minus", 9) is None and calc(7, "division", 2) is None and calc(7, "division", 0) is None
+    rng = np.random.default_rng(0)
+    draws = [draw_equation(rng) for _ in range(400)]
+    assert all(_holds(a, op, b, c) for a, op, b, c, _ in draws)
+    assert {d[1] for d in draws} == set(OPS) and {d[4] for d in draws} == {0, 1, 2, 4}
+
+
+def test_solve_equation_layouts_follow_upstream() -> None:
+    """Five fixed mats at y 0 (mat3 holds the "="), three of t0 t1 t2 t4 on their mats (t1 an operator), ten free
+    number tiles one per digit (index d, d + 10 or d + 20), four free operators at y -0.27, yaw 0; the missing
+    value's tiles are exactly those that make the equation true."""
+    spec = get_task("solve_equation")
+    empty_slots = set()
+    for lid in range(spec.eval_nums):
+        lay = spec.layout(STATION, 0, lid)
+        for i, x in enumerate(EQ_MATS_X):
+            m = lay.object(f"mat{i}")
+            assert m.static and m.pose[:2] == pytest.approx((x, 0.0)) and m.spec.key == "cube_cushion_1"
+        assert lay.object("equal").parent == "mat3" and lay.object("equal").spec.category == "equal"
+        present = [i for i in (0, 1, 2, 4) if any(o.label == f"t{i}" for o in lay.objects)]
+        assert len(present) == 3
+        for i in present:
+            t = lay.object(f"t{i}")
+            assert t.parent == f"mat{i}" and t.pose[:2] == pytest.approx(lay.object(f"mat{i}").pose[:2])
+            assert (t.spec.category in OPS) if i == 1 else (t.spec.category == "number" and t.spec.model_id < 30)
+        nums = [o for o in lay.objects if o.label.startswith("num_")]
+        assert sorted(o.spec.model_id % 10 for o in nums) == list(range(10)) and all(o.spec.model_id < 30 for o in nums)
+        for o in nums:
+            assert -0.43 <= o.pose[0] <= 0.43 and -0.27 <= o.pose[1] <= 0.0 and abs(yaw_of(o.pose[3:])) <= 45 + 1e-6
+        for op, x in OP_X.items():
+            assert lay.object(op).pose[:2] == pytest.approx((x, -0.27)) and lay.object(op).pose[3] == pytest.approx(1.0)
+        (slot,) = {0, 1, 2, 4} - set(present)
+        empty_slots.add(slot)
+        mat, cands = find_missing(lay)
+        assert mat == f"mat{slot}" and cands
+        vals = {i: _value(lay, f"t{i}") for i in present}
+        free = [o.label for o in nums] if slot != 1 else list(OPS)
+        want = []
+        for lb in free:
+            v = {**vals, slot: _value(lay, lb)}
+            if _holds(v[0], v[1], v[2], v[4]):  # type: ignore[arg-type]
+                want.append(lb)
+        assert sorted(cands) == sorted(want), (lid, vals, cands)
+    assert empty_slots == {0, 1, 2, 4}
+
+
+def _solve_layout_with(slot: int, several: bool) -> tuple[int, Layout]:
+    """A solve_equation layout (seed 0, 1) whose empty slot is `slot`, with several or exactly one answer."""
+    spec = get_task("solve_equation")
+    for k in range(100):
+        seed, lid = divmod(k, spec.eval_nums)
+        lay = spec.layout(STATION, seed, lid)
+        mat, cands = find_missing(lay)
+        if mat == f"mat{slot}" and (len(cands) > 1) == several:
+            return seed * 100 + lid, lay
+    raise AssertionError(f"no layout with slot {slot}, several={several}")
+
+
+def test_solve_equation_by_truth_succeeds_at_that_step() -> None:
+    spec = get_task("solve_equation")
+    with TwinEnv() as env:
+        env.reset("solve_equation", seed=0, layout_id=0)
+        truth = env.truth(0)
+        act = hold(env)
+        mat, (answer, *_) = find_missing(truth.layout)
+        env.take_action(act)
+        assert not truth.outcome().finished
+        truth.set_object_pose(answer, on_mat(truth.object_poses()[mat], yaw=25.0, dx=0.008))
+        env.take_action(act)
+        out = truth.outcome()
+        assert out.success and out.score == 1.0 and out.steps == 2
+    assert spec.program(truth.layout, truth.world_state()).queries == ()  # upstream has no instant failure
+
+
+@pytest.mark.parametrize("slot", [0, 1, 4])
+def test_solve_equation_near_misses(slot: int) -> None:
+    """A tile that does not complete the equation, the right one 2 cm off (the check wants 1.8) or turned 50 deg,
+    upside down or turned round: no. 1.5 cm off and 40 deg turned: yes."""
+    _, lay = _solve_layout_with(slot, several=False)
+    mat, (answer,) = find_missing(lay)
+    m = lay.object(mat).pose
+    others = [o.label for o in lay.objects if (o.label.startswith("num_") if slot != 1 else o.label in OPS)]
+    wrong = next(lb for lb in others if lb != answer)
+    ok = run("solve_equation", lay, [state_of(lay, {answer: on_mat(m, yaw=40.0, dx=0.015)})])
+    assert ok.reward == 1.0
+    for miss in ({wrong: on_mat(m)}, {answer: on_mat(m, dx=0.02)}, {answer: on_mat(m, yaw=50.0)},
+                 {answer: on_mat(m, flip="y")}, {answer: on_mat(m, yaw=180.0)}):
+        assert run("solve_equation", lay, [state_of(lay, miss)]).reward == 0.0, miss
+    far = {a: p + np.array([0, 0, 0.2, 0, 0, 0, 0]) for a, p in HOME.items()}
+    assert run("solve_equation", lay, [replace(state_of(lay, {answer: on_mat(m)}), ee=far)]).reward == 0.0
+
+
+def test_solve_equation_any_answer_counts_and_each_check_is_any_of_them() -> None:
+    """With several answers each counts; as upstream registers them, the distance and the two axis checks are
+    each "any answer", so a turned answer on the mat passes while another answer lies aligned elsewhere."""
+    _, lay = _solve_layout_with(1, several=True)
+    mat, cands = find_missing(lay)
+    m = lay.object(mat).pose
+    for lb in cands:
+        assert run("solve_equation", lay, [state_of(lay, {lb: on_mat(m, yaw=-30.0)})]).reward == 1.0
+    turned = state_of(lay, {cands[0]: on_mat(m, yaw=90.0)})  # cands[1] lies at its start pose, yaw 0
+    assert run("solve_equation", lay, [turned]).reward == 1.0
+    rest = {lb: [*lay.object(lb).pose[:3], *yaw_q(90.0)] for lb in cands[1:]}
+    assert run("solve_equation", lay, [state_of(lay, {cands[0]: on_mat(m, yaw=90.0), **rest})]).reward == 0.0
 
 
 # ------------------------------------------------------------------------------------------------ end to end
