@@ -16,7 +16,15 @@ solve_equation, 30-49 the held-out ones of arrange_largest_number_random.
 
 from __future__ import annotations
 
-from pyrua_dojo.twin.objects import Appearance, NamedPoint, ObjectSpec, Part, Vec3, _rgba, symbol_tile
+from pyrua_dojo.twin.objects import (
+    Appearance,
+    NamedPoint,
+    ObjectSpec,
+    Part,
+    Vec3,
+    _rgba,
+    symbol_tile,
+)
 
 TILE_HALF: Vec3 = (0.025, 0.025, 0.01)
 MAT_HALF: Vec3 = (0.035, 0.035, 0.0025)
