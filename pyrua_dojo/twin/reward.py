@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import combinations
 from typing import TYPE_CHECKING, Literal, Union
 
 import numpy as np
@@ -900,6 +901,22 @@ def is_labels_axis_difference_in_range(
     return Pred(
         f"is_labels_axis_difference_in_range({', '.join(labels)}, {axis}, {min_threshold}, {max_threshold})", fn
     )
+# ---------------------------------------------- any k of several check groups (arrange_largest_number, solve_equation)
+
+
+def any_k_of(groups: Sequence[Sequence[Pred]], k: int) -> Pred:
+    """One stage entry that holds when, for some choice of `k` of the `groups`, every check of those groups holds.
+
+    Upstream writes this as a list of options, each the concatenated checks of one `itertools.combinations(groups,
+    k)` choice (`check_once`: a list entry is "any of", a list inside it "all of"; arrange_largest_number's
+    `_combined_digit_score_options`). The groups are fixed when the check is registered (upstream's `get_score`
+    runs once, after reset, and picks each group's labels then); k = len(groups) is all of them."""
+    groups = tuple(tuple(g) for g in groups)
+    if not 1 <= k <= len(groups):
+        raise ValueError(f"any_k_of needs 1 <= k <= {len(groups)} groups, got k={k}")
+    options = tuple(all_of(*(p for g in choice for p in g)) for choice in combinations(groups, k))
+    return Pred(f"any {k} of {len(groups)} groups [" + "; ".join(all_of(*g).name for g in groups) + "]",
+                lambda s: any(o(s) for o in options))
 
 
 # ------------------------------------------------------------------------------------------------------ programs

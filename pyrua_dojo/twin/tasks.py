@@ -300,6 +300,12 @@ def _rearrange_rows() -> tuple:
     return REARRANGE_ROWS
 
 
+def _digits_rows() -> tuple:
+    from pyrua_dojo.twin.tasks_digits import DIGITS_ROWS  # arrange_largest_number (+ _random), solve_equation
+
+    return DIGITS_ROWS
+
+
 def _generalization_rows() -> tuple:
     from pyrua_dojo.twin.tasks_generalization import GENERALIZATION_ROWS  # pack_objects_into_box, hang_mugs, dolls
 
@@ -353,6 +359,7 @@ TASKS: Mapping[str, TaskSpec] = {
         *(_catalogued_spec(*row) for row in _tools_rows()),
         *(_catalogued_spec(*row) for row in _longhorizon_rows()),
         *(_catalogued_spec(*row) for row in _generalization_rows()),
+        *(_catalogued_spec(*row) for row in _digits_rows()),
     )
 }
 
