@@ -37,7 +37,7 @@ import numpy as np
 import primitives
 from primitives.errors import CancelToken, CellInterrupted, EpisodeFinished
 from primitives.results import CapturedImage
-from pyrua_dojo.images import encode_image
+from pyrua_dojo.images import ImageAttachment, encode_image
 from pyrua_dojo.sandbox import PreparedCode, Sandbox, SandboxRefusal
 
 __all__ = [
@@ -85,19 +85,6 @@ class CellConfig:
         if self.image_max_side is not None and (not isinstance(self.image_max_side, int)
                                                 or self.image_max_side < 16):
             raise ValueError(f"image_max_side must be None or an int >= 16, got {self.image_max_side!r}")
-
-
-@dataclass(frozen=True)
-class ImageAttachment:
-    """An encoded image returned after a cell's text, labelled for the LLM ("image 1: cam_head @ step 17")."""
-
-    label: str
-    source: str
-    step: int
-    mime: str
-    data: bytes = field(repr=False)
-    width: int
-    height: int
 
 
 _HEADLINES: dict[str, str] = {

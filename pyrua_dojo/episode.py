@@ -31,7 +31,7 @@ from pyrua_dojo.kernel.host import KernelExecutor
 from pyrua_dojo.config import PolicyConfig
 from pyrua_dojo.llm.types import Planner
 from pyrua_dojo.prompt import TaskCard, build_prompt, robo_api_reference, station_facts
-from pyrua_dojo.trace import RunTrace
+from pyrua_dojo.trace import RunTrace, recorded_cells
 
 class EpisodeRunner(Protocol):
     """What drives an episode's robot: the LLM agent loop, or the calibration routine."""
@@ -56,7 +56,7 @@ def make_planner(config: PolicyConfig) -> Planner:
         from pyrua_dojo.llm.scripted import ReplayPlanner
 
         assert config.replay_from is not None
-        return ReplayPlanner.from_run(config.replay_from)
+        return ReplayPlanner(recorded_cells(config.replay_from), source=str(config.replay_from))
     from pyrua_dojo.llm.scripted import ScriptedPlanner
     from pyrua_dojo.programs import cells, split_cells
 

@@ -1,10 +1,25 @@
-"""Images for the LLM: one encoder for the task card's camera views and the images a cell captures."""
+"""Images for the LLM: the attachment type and one encoder, for the task card's camera views and the images a cell
+captures."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class ImageAttachment:
+    """An encoded image returned after a cell's text, labelled for the LLM ("image 1: cam_head @ step 17")."""
+
+    label: str
+    source: str
+    step: int
+    mime: str
+    data: bytes = field(repr=False)
+    width: int
+    height: int
 
 
 def encode_image(

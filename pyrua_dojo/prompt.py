@@ -21,13 +21,13 @@ import tokenize
 import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from primitives.results import CapturedImage
-from pyrua_dojo.images import encode_image
+from prompts import load_text, render
+from pyrua_dojo.images import ImageAttachment, encode_image
 
 if TYPE_CHECKING:
     from calibration.station import Station
@@ -53,32 +53,9 @@ __all__ = [
 CHARS_PER_TOKEN = 4
 """The estimate used for prompt budgets: one token per 4 characters of English and code."""
 
-_PROMPTS_PACKAGE = "prompts"
-
-
 def estimate_tokens(text: str) -> int:
     """A character-based token estimate (ceil(chars / 4))."""
     return -(-len(text) // CHARS_PER_TOKEN)
-
-
-def load_text(name: str) -> str:
-    """The text of `prompts/<name>.md`, without its trailing newlines."""
-    try:
-        text = resources.files(_PROMPTS_PACKAGE).joinpath(f"{name}.md").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"prompt text prompts/{name}.md is missing") from None
-    return text.rstrip("\n")
-
-
-def render(name: str, **values: Any) -> str:
-    """`prompts/<name>.md` with its `$placeholders` filled; a missing value raises ValueError (never a silent gap)."""
-    template = string.Template(load_text(name))
-    try:
-        return template.substitute({k: str(v) for k, v in values.items()})
-    except KeyError as exc:
-        raise ValueError(f"prompts/{name}.md needs a value for ${exc.args[0]}") from None
-    except ValueError as exc:
-        raise ValueError(f"prompts/{name}.md: bad placeholder ({exc})") from None
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -472,7 +449,7 @@ class Prompt:
     system: str
     card: TaskCard
     card_text: str
-    card_images: tuple[Any, ...]  # cells.ImageAttachment
+    card_images: tuple[ImageAttachment, ...]
     sections: Mapping[str, int]  # characters per section: contract, api, notes, judging, card, judging_card (in card)
     options: PromptOptions
 
@@ -504,7 +481,6 @@ def build_prompt(
     """Assemble the prompt. `api` is the API reference text (`robo_api_reference(...)`); None states that it is
     unavailable (only for inspecting texts before the robot class exists). `facts`: the station's numbers the
     notes state (`station_facts(...)`; default the packaged station's)."""
-    from pyrua_dojo.cells import ImageAttachment
 
     images_text = load_text("contract_images" if options.images else "contract_no_images")
     calls_left = load_text("contract_calls_left") if options.calls_left_notice else ""

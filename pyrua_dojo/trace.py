@@ -377,3 +377,15 @@ def load_run(path: Path | str) -> RunSummary:
         last_turn=turns[-1] if turns else None,
         result=result,
     )
+
+
+def recorded_cells(run_dir: Path | str) -> list[str]:
+    """The code of every cell a run directory's turns.jsonl records, in order (what the replay planner plays);
+    ValueError when the directory has no turns.jsonl or it records no cells."""
+    path = Path(run_dir) / "turns.jsonl"
+    if not path.exists():
+        raise ValueError(f"cannot replay {run_dir}: it has no turns.jsonl")
+    cells = [t["code"] for t in read_jsonl(path) if t.get("kind") == "cell" and isinstance(t.get("code"), str)]
+    if not cells:
+        raise ValueError(f"cannot replay {run_dir}: turns.jsonl records no cells")
+    return cells

@@ -6,7 +6,7 @@ import pytest
 
 from pyrua_dojo.agent import AgentConfig
 from pyrua_dojo.llm import ReplayPlanner, ScriptedPlanner
-from pyrua_dojo.trace import read_jsonl
+from pyrua_dojo.trace import read_jsonl, recorded_cells
 from tests.support.episode import build_episode
 
 PROGRAM = [
@@ -46,7 +46,7 @@ def test_scripted_program_that_ends_the_episode(tmp_path):
 def test_replay_reproduces_a_recorded_run(tmp_path):
     original = build_episode(tmp_path, ScriptedPlanner(PROGRAM + ["1/0", "print('after the error')"], stop_on_error=False), name="original")
     original.agent.run()
-    replay = build_episode(tmp_path, ReplayPlanner.from_run(original.run_dir), name="replay")
+    replay = build_episode(tmp_path, ReplayPlanner(recorded_cells(original.run_dir)), name="replay")
     result = replay.agent.run()
     assert result.status == "finished" and replay.planner.name == "replay"
     keys = ("code", "status", "stdout", "value", "steps_used")
@@ -59,10 +59,10 @@ def test_bad_scripts_are_refused(tmp_path):
     with pytest.raises(ValueError, match="cell 2 is not a non-empty string"):
         ScriptedPlanner(["x = 1", "  "])
     with pytest.raises(ValueError, match="no turns.jsonl"):
-        ReplayPlanner.from_run(tmp_path)
+        recorded_cells(tmp_path)
     (tmp_path / "turns.jsonl").write_text('{"kind": "reminder"}\n')
     with pytest.raises(ValueError, match="records no cells"):
-        ReplayPlanner.from_run(tmp_path)
+        recorded_cells(tmp_path)
 
 
 def test_budget_applies_to_scripted_planners_too(tmp_path):

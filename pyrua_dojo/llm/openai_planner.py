@@ -31,7 +31,7 @@ from pyrua_dojo.llm.context import estimate_message_tokens, fit_to_window
 from pyrua_dojo.llm.errors import MalformedResponse, classify, completion_room
 from pyrua_dojo.llm.pricing import PriceTable
 from pyrua_dojo.llm.tools import parse_tool_call, tool_specs
-from pyrua_dojo.llm.types import LLMCall, PlannerStop, Reply, StopSignal, ToolCall, ToolResult, Usage
+from pyrua_dojo.llm.types import LLMCall, PlannerStop, PromptText, Reply, StopSignal, ToolCall, ToolResult, Usage
 
 __all__ = ["OpenAIConfig", "OpenAIPlanner", "RetryPolicy"]
 
@@ -238,7 +238,7 @@ class OpenAIPlanner:
 
     # -- Planner protocol ------------------------------------------------------------------------------------
 
-    def begin(self, prompt: Any, on_request: Callable[[LLMCall], None] | None = None) -> None:
+    def begin(self, prompt: PromptText, on_request: Callable[[LLMCall], None] | None = None) -> None:
         self._on_request = on_request
         first: Any = prompt.card_text
         images = list(prompt.card_images) if self.config.images else []

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
 
-from pyrua_dojo.llm.types import LLMCall, PlannerStop, Reply, StopSignal, ToolCall, ToolResult
+from pyrua_dojo.llm.types import LLMCall, PlannerStop, PromptText, Reply, StopSignal, ToolCall, ToolResult
 
 __all__ = ["ReplayPlanner", "ScriptedPlanner"]
 
@@ -40,7 +38,7 @@ class ScriptedPlanner:
     def cells(self) -> tuple[str, ...]:
         return tuple(self._cells)
 
-    def begin(self, prompt: Any, on_request: Callable[[LLMCall], None] | None = None) -> None:
+    def begin(self, prompt: PromptText, on_request: Callable[[LLMCall], None] | None = None) -> None:
         self._next_index = 0
         self._failed = None
 
@@ -86,16 +84,3 @@ class ReplayPlanner(ScriptedPlanner):
     def __init__(self, cells: Sequence[str], *, source: str = "") -> None:
         super().__init__(cells, stop_on_error=False, label="replay")
         self.source = source
-
-    @classmethod
-    def from_run(cls, run_dir: Path | str) -> ReplayPlanner:
-        """The cells of `run_dir/turns.jsonl` (records of kind "cell"); a run without cells raises ValueError."""
-        from pyrua_dojo.trace import read_jsonl
-
-        path = Path(run_dir) / "turns.jsonl"
-        if not path.exists():
-            raise ValueError(f"cannot replay {run_dir}: it has no turns.jsonl")
-        cells = [t["code"] for t in read_jsonl(path) if t.get("kind") == "cell" and isinstance(t.get("code"), str)]
-        if not cells:
-            raise ValueError(f"cannot replay {run_dir}: turns.jsonl records no cells")
-        return cls(cells, source=str(run_dir))

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from pyrua_dojo.llm.types import ToolCall
-from pyrua_dojo.prompt import load_text, render
+from prompts import load_text, render
 
 __all__ = ["FINISH_STATUSES", "TOOL_NAMES", "parse_tool_call", "tool_specs"]
 

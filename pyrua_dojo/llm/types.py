@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
-if TYPE_CHECKING:
-    from pyrua_dojo.cells import ImageAttachment
-    from pyrua_dojo.prompt import Prompt
+from pyrua_dojo.images import ImageAttachment
 
 __all__ = [
+    "ImageAttachment",
     "LLMCall",
     "Planner",
     "PlannerStop",
+    "PromptText",
     "Reply",
     "StopKind",
     "StopSignal",
@@ -21,6 +21,20 @@ __all__ = [
     "ToolResult",
     "Usage",
 ]
+
+
+class PromptText(Protocol):
+    """What a planner sends of an assembled prompt (`pyrua_dojo.prompt.Prompt`): the system text, then the task
+    card's text and images as the first user message."""
+
+    @property
+    def system(self) -> str: ...
+
+    @property
+    def card_text(self) -> str: ...
+
+    @property
+    def card_images(self) -> tuple[ImageAttachment, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -152,7 +166,7 @@ class Planner(Protocol):
 
     name: str
 
-    def begin(self, prompt: Prompt, on_request: Callable[[LLMCall], None] | None = None) -> None: ...
+    def begin(self, prompt: PromptText, on_request: Callable[[LLMCall], None] | None = None) -> None: ...
 
     def next(self, stop: StopSignal, deadline: float | None) -> Reply:
         """The next reply. `deadline` is a time.monotonic() instant (the episode's wall budget). Raises
