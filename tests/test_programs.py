@@ -14,6 +14,21 @@ def test_percent_format_cells_keep_titles_and_drop_the_header():
     assert split_cells(text) == ["# look\nx = 1\n", "# act\n# then\ny = x\n"]
 
 
+def test_an_include_line_stands_for_the_included_files_cells():
+    shared = '"""helpers"""\n# %% helpers\ndef f():\n    return 1\n'
+    text = "# %% look\nx = 1\n# %% include _shared\n# %% act\ny = f()\n"
+    got = split_cells(text, include={"_shared": shared}.__getitem__)
+    assert got == ["# look\nx = 1\n", "# helpers\ndef f():\n    return 1\n", "# act\ny = f()\n"]
+    with pytest.raises(ValueError, match="includes '_shared'"):
+        split_cells(text)
+
+
+def test_the_stacking_programs_share_their_helpers_cell():
+    a, b = cells("stack_blocks"), cells("stack_blocks_by_language")
+    assert len(a) == len(b) == 3 and a[1] == b[1] and "def pick(" in a[1] and "def place(" in a[1]
+    assert "def measure(" in a[2] and "def measure(" in b[2]  # each program measures its own way
+
+
 def test_every_program_is_valid_python_and_random_variants_share_their_base():
     assert available() and set(available()) <= set(TASKS)  # programs only: no other module of the package
     for task in available():

@@ -1,0 +1,111 @@
+"""Helpers the stacking programs share (stack_blocks and stack_blocks_by_language include this file's cells).
+
+They are cells like any other: `robo`, `math` and the block height `H` come from the program's earlier cells.
+"""
+
+# %% helpers: move over-then-down, pick (leaning out when far), place with a guarded descent
+TABLE = robo.TABLE_Z
+BASE = {"left": (-0.3, -0.45), "right": (0.3, -0.45)}
+SITE = [0.0, -0.27]  # free middle of the table, near the robot: both arms reach it straight down, high
+GRASP_Z = max(TABLE + H / 2, TABLE + 0.029)  # grasp height: the fingertips stay clear of the table
+grip = {}  # arm -> (yaw, tilt, lean heading) of its current grasp
+
+
+def side(x):
+    return "left" if x < 0 else "right"
+
+
+def outward(arm, xy):
+    """Heading (rad) from the arm's base toward xy: the direction a tilted gripper leans."""
+    return math.atan2(xy[1] - BASE[arm][1], xy[0] - BASE[arm][0])
+
+
+def go(arm, xyz, **kw):
+    """Move over, then down: up first, across in joint space at the higher of the two heights (fast; nothing
+    is below that height), then straight down.
+    """
+    here = robo.arm(arm).tcp
+    high = max(here[2], xyz[2])
+    if high > here[2] + 1e-3:
+        robo.move_to(arm, [here[0], here[1], high], path="line")  # straight up first
+    z = high  # across as high as the reach allows there (an unplannable move costs nothing: try lower)
+    while True:
+        m = robo.move_to(arm, [xyz[0], xyz[1], z], path="joint", **kw)
+        if m.planned or z <= xyz[2] + 1e-3:
+            break
+        z = max(xyz[2], z - 0.02)
+    if m.planned and m.tcp[2] > xyz[2] + 1e-3:
+        m = robo.move_to(arm, xyz, path="line", **kw)
+    return m
+
+
+def pick(arm, b, others=()):
+    """Grasp block b from above and lift it; True if held. Closes across the faces whose sides are clearer of
+    the `others` (xy of blocks nearby), so that no finger comes down on a neighbour."""
+    x, y, _ = b.xyz
+    above = TABLE + H + 0.03  # fingertips (2.5 cm below the TCP) clear of the block's top
+    robo.open(arm)
+    # A cube can be held across either pair of faces. Straight down first; leaning out reaches farther, and then
+    # the fingers close across the lean (so that the same lean can set it down upright).
+    lean = outward(arm, [x, y])
+    faces = [b.heading + k * math.pi / 2 for k in range(2)]
+
+    def room(a):
+        """Distance from the two fingers (5 cm either side along heading a) to the nearest other block."""
+        fingers = [[x + s * 0.05 * math.cos(a), y + s * 0.05 * math.sin(a)] for s in (1, -1)]
+        return min([math.dist(f, o) for f in fingers for o in others] or [1.0])
+
+    chosen = None
+    for tilt in (0.0, 0.35, 0.6):
+        if tilt == 0:
+            yaws = sorted(faces, key=room, reverse=True)
+        else:
+            yaws = sorted(faces, key=lambda a: abs(math.sin(a - lean)))
+        for yaw in yaws:
+            if go(arm, [x, y, above], yaw=yaw, tilt=tilt).planned:
+                chosen = (yaw, tilt)
+                break
+        if chosen:
+            break
+    if chosen is None:
+        return False
+    yaw, tilt = chosen
+    robo.move_to(arm, [x, y, GRASP_Z], yaw=yaw, tilt=tilt)
+    g = robo.close(arm)
+    robo.move_to(arm, [x, y, above + 0.01])
+    if not g.held:
+        robo.open(arm)
+        return False
+    a = robo.arm(arm).approach
+    grip[arm] = (yaw, tilt, math.atan2(a[1], a[0]))
+    return True
+
+
+def place(arm, xy, top_z):
+    """Lower the held block onto the surface at height top_z below xy, release, lift clear. Returns the
+    released block's top height, or None."""
+    x, y = xy
+    below = GRASP_Z - TABLE  # the held block's bottom below the TCP
+    yaw, tilt, lean = grip[arm]
+    if tilt == 0:
+        yaws = [yaw + k * math.pi / 2 for k in range(2)]  # a cube turned a quarter is the same cube
+    else:
+        yaws = [yaw + outward(arm, xy) - lean]  # turn the whole grasp about the vertical: the block stays upright
+    for yaw in yaws:
+        m = go(arm, [x, y, top_z + below + 0.02], yaw=yaw, tilt=tilt)
+        if m.planned:
+            break
+    if not m.planned:
+        return None
+    d = robo.descend(arm, z=top_z + below - 0.005, speed=0.08)  # deeper would push the block up in the grip
+    robo.open(arm)
+    released_top = d.tcp[2] - below + H
+    # The open fingers still surround the block: clear its top before moving sideways. Too high to reach? Then
+    # slide out along the pads (across the closing line), whichever way the arm reaches.
+    if not robo.move_to(arm, [x, y, released_top + 0.03]).reached:
+        robo.wait(5)  # let the fingers finish opening: they must not drag the block along
+        a, h = robo.arm(arm).yaw, robo.arm(arm).tcp[2]
+        for s in (1, -1):
+            if robo.move_to(arm, [x - s * 0.07 * math.sin(a), y + s * 0.07 * math.cos(a), h]).planned:
+                break
+    return released_top
