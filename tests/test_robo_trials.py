@@ -129,3 +129,44 @@ def test_check_move_reports_the_lowest_and_highest_tcp_z_the_motion_really_passe
         assert line.lowest_z == pytest.approx(0.85, abs=1e-3) and line.highest_z == pytest.approx(0.85, abs=2e-3)
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("yaw", [0.0, 1.0])
+def test_a_wrist_image_offset_turned_into_a_world_move_centres_the_gripper_on_a_block(yaw):
+    # Trial H, cover_blocks: two sign errors in visual servoing (which way image-right runs) toppled a cup.
+    env, bridge, robo = episode("stack_blocks_by_language", 0, "left")
+    try:
+        truth = env.truth(0)
+        block = truth.object_poses()["block_0"]  # a plain 4 cm cube
+        rgb = np.array(truth.layout.object("block_0").spec.appearance.rgba[:3])
+        top = float(block[2]) + 0.02
+        assert robo.move_to("left", [block[0] + 0.015, block[1] - 0.012, top + 0.10], yaw=yaw, path="joint").reached
+        cam = "cam_left_wrist"
+        meta, arm = robo.camera_meta(cam), robo.arm("left")
+        # The axes as the notes state them: +u along the closing line (toward heading arm.yaw + pi); +v, seen from
+        # above, is +u turned 90 deg clockwise; the camera looks 20 deg off vertical; the fingers' centre lies on
+        # the centre column.
+        closing = np.array([math.cos(arm.yaw), math.sin(arm.yaw), 0.0])
+        assert np.allclose(meta.right, -closing, atol=0.01)
+        down_flat = np.array(meta.down[:2]) / np.linalg.norm(meta.down[:2])
+        assert np.allclose(down_flat, [meta.right[1], -meta.right[0]], atol=0.01)
+        assert meta.forward[2] == pytest.approx(-math.cos(math.radians(20)), abs=0.01)
+        ref = robo.project(cam, [arm.tcp[0], arm.tcp[1], top])
+        assert ref[0] == pytest.approx(meta.cx, abs=1.0)
+        if yaw == 0.0:
+            assert np.allclose(meta.right, [1, 0, 0], atol=0.01) and meta.down[1] < -0.9
+        # The block's top face: its own bright colour (the side faces are shaded darker).
+        img = robo.image(cam).astype(float)
+        top_face = np.linalg.norm(img - 255 * rgb, axis=2) < 40
+        assert top_face.sum() > 200
+        rows, cols = np.nonzero(top_face)
+        u, v = cols.mean() + 0.5, rows.mean() + 0.5
+        # A pixel offset from the fingers' centre, turned into a world move at the block top's height.
+        du, dv = u - ref[0], v - ref[1]
+        target = robo.back_project(cam, [ref[0] + du, ref[1] + dv], z=top)
+        move = np.array(target[:2]) - np.array(arm.tcp[:2])
+        assert robo.move_to("left", [arm.tcp[0] + move[0], arm.tcp[1] + move[1], arm.tcp[2]], path="line").reached
+        tcp = np.array(robo.arm("left").tcp[:2])
+        assert np.linalg.norm(tcp - block[:2]) < 0.003
+    finally:
+        env.close()
