@@ -159,10 +159,9 @@ class Robo:
         path="joint" interpolates the joints (faster, curved path: lift clear of objects first).
         path="transit" rises straight up, travels (joints, or a line where the joint path would dip) and comes
         straight down: the way to carry or leave something low. It travels `clearance` m above the higher of start
-        and goal, or where that is out of reach as high as reachable but never below `clearance` above the goal
-        (from a start already that high, without rising); Motion.travel_z says the height used. speed in (0, 1]
-        scales the peak speed (1 = near the joint velocity limits). check_move() plans the same motion without
-        moving.
+        and goal, or if that is out of reach as high as reachable, never under `clearance` above the goal
+        (travel_z says the height). speed in (0, 1] scales the peak speed (1 = near the joint velocity limits).
+        check_move() plans the same motion without moving.
         """
         t0 = time.perf_counter()
         targets, args = self._move_request(arm, xyz, yaw, tilt, quat, path, speed, clearance)
