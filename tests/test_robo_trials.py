@@ -225,3 +225,32 @@ def test_the_open_fingers_clear_the_cup_by_2_mm_each_side(offset_mm, passes):
         assert np.linalg.norm(env.truth(0).object_poses()["cup0"][:2] - cup[:2]) < 0.002  # not pushed
     finally:
         env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task, seed, label, width", [
+    ("stack_blocks", 3, "block_0", 0.040),
+    ("stack_blocks", 4, "block_0", 0.050),
+    ("stack_blocks", 0, "block_0", 0.060),
+    ("general_pickup", 2, "clutter_3", 0.064),  # a tennis ball
+])
+def test_the_gripper_value_after_closing_follows_the_width_rule_in_the_notes(task, seed, label, width):
+    # Trial H read 0.70-0.81 on 6 cm cubes against the notes' rule (fingertips pressed on the table). Clear of it,
+    # the value is width / 88 mm - 0.2 (the notes' table).
+    env, bridge, robo = episode(task, seed, "right")
+    try:
+        truth = env.truth(0)
+        for o in truth.layout.objects:  # the object alone at a free spot in front of the right arm
+            pose = truth.object_poses()[o.label].copy()
+            pose[:2] = (0.18, -0.15) if o.label == label else (-0.55, -0.3 + 0.05 * truth.layout.objects.index(o))
+            truth.set_object_pose(o.label, pose)
+        robo.wait(15)
+        obj = truth.object_poses()[label]
+        assert robo.move_to("right", [obj[0], obj[1], TABLE + width + 0.06], yaw=0.0, path="joint").reached
+        assert robo.move_to("right", [obj[0], obj[1], TABLE + max(width / 2, 0.031)]).reached  # tips clear
+        g = robo.close("right")
+        assert g.held
+        assert g.value == pytest.approx(width / 0.088 - 0.2, abs=0.03)
+        assert g.width_m == pytest.approx(width, abs=0.003)
+    finally:
+        env.close()
