@@ -48,16 +48,20 @@ class Motion:
     orientation_error_deg: float
     steps_used: int  # actions this call spent
     steps_left: int  # of the episode's step limit, after this call
+    travel_z: list[float] = field(default_factory=list)  # path="transit": the TCP height it travelled at (per arm)
 
 
 @dataclass(frozen=True)
 class MoveCheck:
-    """Outcome of check_move: the motion planned, nothing moved."""
+    """Outcome of check_move: the motion planned, nothing moved. No collision check: see lowest_z."""
 
     arm: str
     feasible: bool
     reason: str  # why not feasible; "" when it is
     steps: int  # actions the motion would take (0 when not feasible)
+    lowest_z: float = 0.0  # lowest TCP z along the planned path (a joint path can dip below both ends)
+    highest_z: float = 0.0  # highest TCP z along it
+    travel_z: float = 0.0  # path="transit": the height it would travel at
 
 
 @dataclass(frozen=True)
@@ -79,9 +83,9 @@ class Grip:
 
     arm: str
     command: float  # what was asked: 1.0 open, 0.0 close (or a width fraction)
-    value: float  # gripper value RoboDojo reports after settling
+    value: float  # gripper value RoboDojo reports after settling; held: object width / ${max_opening_mm} mm - 0.2
     held: bool  # the fingers stopped on an object (value stayed over 0.05 above the command)
-    width_m: float  # estimated distance between the finger pads
+    width_m: float  # estimated distance between the finger pads (held: the object's width, a few mm)
     steps_used: int  # actions this call spent
     steps_left: int  # of the episode's step limit, after this call
 

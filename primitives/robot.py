@@ -157,10 +157,11 @@ class Robo:
         quat=[qw, qx, qy, qz] gives the full ee-link orientation; neither keeps the current orientation.
         path="line" moves the TCP along a straight line (fails without moving if the line leaves the reach);
         path="joint" interpolates the joints (faster, curved path: lift clear of objects first).
-        path="transit" rises straight up to `clearance` m above the higher of start and goal, travels there
-        (joints, or a line where the joint path would dip below that height), and comes straight down: the way
-        to carry or leave something low. speed in (0, 1] scales the peak speed (1 = near the joint velocity
-        limits). check_move() plans the same motion without moving.
+        path="transit" rises straight up, travels (joints, or a line where the joint path would dip) and comes
+        straight down: the way to carry or leave something low. It travels `clearance` m above the higher of start
+        and goal, or if that is out of reach as high as reachable, never under `clearance` above the goal
+        (travel_z says the height). speed in (0, 1] scales the peak speed (1 = near the joint velocity limits).
+        check_move() plans the same motion without moving.
         """
         t0 = time.perf_counter()
         targets, args = self._move_request(arm, xyz, yaw, tilt, quat, path, speed, clearance)
@@ -181,11 +182,17 @@ class Robo:
         clearance: float = 0.08,
     ) -> MoveCheck:
         """Plan move_to with the same arguments without moving (no step spent): whether it is feasible, why not,
-        and how many steps it would take."""
+        how many steps it would take, and the lowest and highest TCP z along the path (no collision check)."""
         targets, args = self._move_request(arm, xyz, yaw, tilt, quat, path, speed, clearance)
-        plans, _, reason = self._plan(targets, path, speed, clearance)
-        steps = max((len(p) for p in plans.values()), default=0) if not reason else 0
-        result = MoveCheck(arm, not reason, reason, steps)
+        plans, _, reason, travel = self._plan(targets, path, speed, clearance)
+        if reason:
+            result = MoveCheck(arm, False, reason, 0)
+        else:
+            kin = self._kin.arm(arm)
+            zs = [float(self._tcp_frame(arm, self._cmd_q[arm])[1][2])]
+            zs += [float(kin.fk(q, "tcp")[2, 3]) for q in plans[arm]]
+            result = MoveCheck(arm, True, "", len(plans[arm]), round(min(zs), 4), round(max(zs), 4),
+                               round(travel.get(arm, 0.0), 4))
         self._log("check_move", args, result, time.perf_counter(), 0)
         return result
 
@@ -587,18 +594,21 @@ class Robo:
     def _move(self, targets: dict[str, list[FloatArray]], path: str, speed: float, clearance: float = 0.08) -> Motion:
         if not (isinstance(speed, (int, float)) and 0.0 < speed <= 1.0):
             raise ValueError(f"speed must be in (0, 1], got {speed!r}")
-        plans, chosen, reason = self._plan(targets, path, speed, clearance)
+        plans, chosen, reason, travel = self._plan(targets, path, speed, clearance)
         if reason:
             return self._motion_result({a: o[0] for a, o in targets.items()}, False, reason, 0)
-        return self._execute(plans, chosen)
+        result = self._execute(plans, chosen)
+        return replace(result, travel_z=[round(travel[a], 4) for a in ARMS if a in travel]) if travel else result
 
     def _plan(
         self, targets: dict[str, list[FloatArray]], path: str, speed: float, clearance: float
-    ) -> tuple[dict[str, FloatArray], dict[str, FloatArray], str]:
-        """Joint paths per arm and the chosen goal poses, or the reason no motion is possible (nothing moves)."""
+    ) -> tuple[dict[str, FloatArray], dict[str, FloatArray], str, dict[str, float]]:
+        """Joint paths per arm, the chosen goal poses and the transit travel heights, or the reason no motion is
+        possible (nothing moves)."""
         chosen: dict[str, FloatArray] = {}
         plans: dict[str, FloatArray] = {}
         legs: dict[str, list[FloatArray]] = {}
+        travel: dict[str, float] = {}
         for arm, options in targets.items():
             reason = ""
             for goal in options:
@@ -613,7 +623,7 @@ class Robo:
                     if isinstance(got, str):
                         reason = f"{arm}: {got}"
                         continue
-                    chosen[arm], legs[arm] = goal, got
+                    chosen[arm], (legs[arm], travel[arm]) = goal, got
                     break
                 else:
                     r = self._kin.arm(arm).ik(goal, self._cmd_q[arm], point="tcp")
@@ -623,28 +633,62 @@ class Robo:
                         break
                     reason = f"{arm} target is out of reach (no IK solution within the joint limits)"
             if arm not in chosen:
-                return {}, {}, reason
+                return {}, {}, reason, {}
         if legs:
-            # Both arms take each leg together: up, across, down.
+            # Both arms take each leg together: up, across, down (an arm already at its travel height holds).
+            last = {arm: np.asarray(self._cmd_q[arm], dtype=float)[None, :] for arm in legs}
+            parts: dict[str, list[FloatArray]] = {arm: [] for arm in legs}
             for i in range(3):
                 n = max(len(leg[i]) for leg in legs.values())
                 for arm, leg in legs.items():
-                    pad = np.repeat(leg[i][-1:], n - len(leg[i]), axis=0)
-                    plans[arm] = np.vstack([plans[arm], leg[i], pad]) if arm in plans else np.vstack([leg[i], pad])
-        return plans, chosen, ""
+                    if len(leg[i]):
+                        last[arm] = leg[i][-1:]
+                    parts[arm] += [leg[i], np.repeat(last[arm], n - len(leg[i]), axis=0)]
+            for arm in legs:
+                plans[arm] = np.vstack(parts[arm])
+        return plans, chosen, "", travel
 
-    def _transit(self, arm: str, goal: FloatArray, speed: float, clearance: float) -> list[FloatArray] | str:
-        """Up, across at the clearance height, down: three joint paths, or why not."""
+    def _transit(
+        self, arm: str, goal: FloatArray, speed: float, clearance: float
+    ) -> tuple[list[FloatArray], float] | str:
+        """Up, across at a travel height, down: three joint paths and the height, or why not.
+
+        The travel height is `clearance` above the higher of start and goal where that is reachable; otherwise the
+        highest reachable one, in 1 cm steps, down to `clearance` above the goal (so heights at or above the start
+        come first; a start well above the goal may travel lower than it, never rising).
+        """
+        z0 = float(self._tcp_frame(arm, self._cmd_q[arm])[1][2])
+        z_goal = float(goal[2, 3])
+        high = max(z0, z_goal) + clearance
+        low = z_goal + clearance
+        heights = [high - 0.01 * i for i in range(int((high - low) / 0.01 + 1e-6) + 1)]
+        if heights[-1] - low > 1e-4:
+            heights.append(low)
+        first = ""
+        for z in heights:
+            legs = self._transit_at(arm, goal, speed, z)
+            if not isinstance(legs, str):
+                return legs, z
+            first = first or legs
+        if len(heights) > 1:
+            return f"{first}; nor at any lower height down to z={low:.3f} (clearance above the goal)"
+        return first
+
+    def _transit_at(self, arm: str, goal: FloatArray, speed: float, z: float) -> list[FloatArray] | str:
+        """Transit at travel height z: up (none when already there), across, down, or why not."""
         kin = self._kin.arm(arm)
         q0 = self._cmd_q[arm]
         rot0, p0 = self._tcp_frame(arm, q0)
-        z = max(float(p0[2]), float(goal[2, 3])) + clearance
-        up = line_path(kin, q0, make_transform(rot0, (p0[0], p0[1], z)), self._limits, speed)
-        if not up.ok:
-            return f"cannot rise to z={z:.3f} ({up.reason})"
+        if z - float(p0[2]) > 0.001:  # else: already at or above the travel height, the travel leg starts here
+            up = line_path(kin, q0, make_transform(rot0, (p0[0], p0[1], z)), self._limits, speed)
+            if not up.ok:
+                return f"cannot rise to z={z:.3f} ({up.reason})"
+            up_joints = up.joints
+        else:
+            up_joints = np.empty((0, 6))  # already at the travel height
         above = goal.copy()
         above[2, 3] = z
-        q_up = up.joints[-1]
+        q_up = up_joints[-1] if len(up_joints) else np.asarray(q0, dtype=float)
         r = kin.ik(above, q_up, point="tcp")
         if not r.converged:
             return f"no IK solution above the target at z={z:.3f}"
@@ -658,7 +702,7 @@ class Robo:
         down = line_path(kin, across[-1], goal, self._limits, speed)
         if not down.ok:
             return f"cannot come down to the target ({down.reason})"
-        return [up.joints, across, down.joints]
+        return [up_joints, across, down.joints]
 
     def _run_joint_paths(self, goals: dict[str, FloatArray], targets: dict[str, FloatArray], speed: float) -> Motion:
         if not (isinstance(speed, (int, float)) and 0.0 < speed <= 1.0):

@@ -111,6 +111,16 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
     programs.set_defaults(func=run_programs)
 
+    grip = kinds.add_parser("gripper", help="gripper value against object width; the 84 mm cup against the opening")
+    grip.add_argument("--part", choices=["widths", "cup", "all"], default="all")
+
+    def run_gripper(args: argparse.Namespace) -> int:
+        from pyrua_dojo.benchmarks.gripper import main as bench_gripper
+
+        return bench_gripper(("widths", "cup") if args.part == "all" else (args.part,))
+
+    grip.set_defaults(func=run_gripper)
+
     wire = kinds.add_parser("wire", help="websocket protocol: frame codec and localhost INFER round trips")
     wire.add_argument("--requests", type=int, default=50, help="timed repetitions per figure")
     wire.add_argument("--seed", type=int, default=0)
