@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +31,7 @@ import numpy as np
 from calibration.station import Table
 from calibration.transforms import quat_multiply, quat_to_matrix
 from pyrua_dojo.twin.objects import IDENTITY, ObjectSpec, Quat, box_corners
-from pyrua_dojo.twin.reward import convex_hull
+from pyrua_dojo.twin.reward import ProgramSpec, WorldState, convex_hull
 from pyrua_dojo.twin.scene import SceneObject
 
 #: RoboDojo's clutter sampler region on the table (env_cfg/scene/default.yml): x in [-0.65, 0.65], y in [-0.55, 0.45].
@@ -229,6 +229,11 @@ class Placer:
                     self.objects.append(obj)
                     return obj
         raise PlacementError(f"could not place {label} ({spec.key}) on {parent.label}:{support}")
+
+
+LayoutFn = Callable[[Placer, np.random.Generator], str]  # places a task's objects; returns the instruction
+ProgramFn = Callable[[Layout, WorldState], ProgramSpec]  # a task's reward program for a layout and its first state
+NO_CLUTTER_STRIP = (-0.35, -0.5, 0.35, -0.4)  # the `_random` variants' ProhibitedArea (the arms' parking strip)
 
 
 def _boxes_overlap(a: np.ndarray, b: np.ndarray) -> bool:

@@ -7,14 +7,14 @@ Object assets are the twin's own (`objects.py`); everything else follows RoboDoj
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from calibration.station import Station
 from pyrua_dojo.twin import objects as assets
-from pyrua_dojo.twin.layouts import Layout, PlacementError, Placer, layout_rng
+from pyrua_dojo.twin.layouts import Layout, LayoutFn, PlacementError, Placer, ProgramFn, layout_rng
 from pyrua_dojo.twin.objects import UPSIDE_DOWN
 from pyrua_dojo.twin.reward import (
     Pred,
@@ -36,8 +36,6 @@ from pyrua_dojo.twin.reward import (
 )
 from pyrua_dojo.twin.scene import SceneObject
 
-LayoutFn = Callable[[Placer, np.random.Generator], str]
-ProgramFn = Callable[[Layout, WorldState], ProgramSpec]
 
 MAX_LAYOUT_ATTEMPTS = 50
 

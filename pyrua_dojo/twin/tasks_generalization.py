@@ -19,7 +19,7 @@ import numpy as np
 
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_generalization as G
-from pyrua_dojo.twin.layouts import Layout, PlacementError, Placer
+from pyrua_dojo.twin.layouts import NO_CLUTTER_STRIP, Layout, LayoutFn, PlacementError, Placer, ProgramFn
 from pyrua_dojo.twin.objects import CLUTTER_OBJECTS, ObjectSpec
 from pyrua_dojo.twin.reward import (
     Pred,
@@ -41,10 +41,7 @@ from pyrua_dojo.twin.reward import (
     is_pointA_in_B_functional_bbox,
 )
 
-LayoutFn = Callable[[Placer, np.random.Generator], str]
-ProgramFn = Callable[[Layout, WorldState], ProgramSpec]
 B = all_robot_back_to_origin
-NO_CLUTTER_STRIP = (-0.35, -0.5, 0.35, -0.4)  # the `_random` variants' ProhibitedArea (the arms' parking strip)
 YAW90 = (math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4))
 
 

@@ -10,13 +10,13 @@ come from the catalogue (`pyrua_dojo.catalog`) when `tasks.py` registers these r
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_rearrange as parts
-from pyrua_dojo.twin.layouts import Layout, PlacementError, Placer
+from pyrua_dojo.twin.layouts import NO_CLUTTER_STRIP, Layout, LayoutFn, PlacementError, Placer, ProgramFn
 from pyrua_dojo.twin.objects import CLUTTER_OBJECTS
 from pyrua_dojo.twin.reward import (
     Pred,
@@ -44,11 +44,8 @@ from pyrua_dojo.twin.reward import (
     update_object_state,
 )
 
-LayoutFn = Callable[[Placer, np.random.Generator], str]
 Lim = Sequence[float] | Sequence[Sequence[float]]  # a range, or a union of ranges
-ProgramFn = Callable[[Layout, WorldState], ProgramSpec]
 
-NO_CLUTTER_STRIP = (-0.35, -0.5, 0.35, -0.4)  # the `_random` variants' ProhibitedArea (the arms' parking strip)
 _X90 = (math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0)  # +90 deg about x: local y -> world z
 
 
