@@ -67,19 +67,25 @@ def test_retried_infer_does_not_advance_the_agent():
     assert len(got) == 1
 
 
-def test_end_wakes_a_waiting_agent_with_episode_finished():
-    cancel = CancelToken()
-    bridge = StepBridge(cancel, obs(0))
-    raised = []
+def _waiting_agent(bridge: StepBridge, stops: type[EpisodeFinished | CellInterrupted]) -> tuple[threading.Thread, list]:
+    """An agent thread that hands `bridge` one chunk and waits; the list gets the reason of the `stops` it meets."""
+    raised: list = []
 
     def agent():
         try:
             bridge.exchange([act(1)])
-        except EpisodeFinished as exc:
+        except stops as exc:
             raised.append(exc.reason)
 
     t = threading.Thread(target=agent)
     t.start()
+    return t, raised
+
+
+def test_end_wakes_a_waiting_agent_with_episode_finished():
+    cancel = CancelToken()
+    bridge = StepBridge(cancel, obs(0))
+    t, raised = _waiting_agent(bridge, EpisodeFinished)
     bridge.on_infer(obs(0))
     bridge.end("reset")
     t.join(2)
@@ -140,16 +146,7 @@ def test_robo_counts_the_chunk_the_episode_ended_during() -> None:
 def test_cancel_interrupts_a_waiting_exchange():
     cancel = CancelToken()
     bridge = StepBridge(cancel, obs(0))
-    raised = []
-
-    def agent():
-        try:
-            bridge.exchange([act(1)])
-        except CellInterrupted as exc:
-            raised.append(exc.reason)
-
-    t = threading.Thread(target=agent)
-    t.start()
+    t, raised = _waiting_agent(bridge, CellInterrupted)
     time.sleep(0.1)
     cancel.cancel(CellInterrupted("deadline"))
     t.join(2)
