@@ -48,16 +48,22 @@ def test_chunks_and_observations_alternate():
     assert bridge.hold_chunks_sent == 1
 
 
-def test_retried_infer_does_not_advance_the_agent():
-    bridge = StepBridge(CancelToken(), obs(0))
-    got = []
+def _two_chunk_agent(bridge: StepBridge) -> list:
+    """Start an agent thread that hands `bridge` the chunks act(1) then act(2); the list gets what each exchange
+    returned."""
+    got: list = []
 
     def agent():
         got.append(bridge.exchange([act(1)]))
         got.append(bridge.exchange([act(2)]))
 
-    t = threading.Thread(target=agent, daemon=True)
-    t.start()
+    threading.Thread(target=agent, daemon=True).start()
+    return got
+
+
+def test_retried_infer_does_not_advance_the_agent():
+    bridge = StepBridge(CancelToken(), obs(0))
+    got = _two_chunk_agent(bridge)
     first = bridge.on_infer(obs(0))
     again = bridge.on_infer(obs(0))  # the client re-sent the same INFER after a reconnect
     assert again[0]["left_arm_joint_state"][0] == first[0]["left_arm_joint_state"][0] == 1
@@ -185,14 +191,7 @@ def test_fingerprint_skips_non_numeric_state_entries():
 
 def test_a_still_scene_without_request_numbers_replays_a_chunk_at_most_once():
     bridge = StepBridge(CancelToken(), obs(0))
-    got = []
-
-    def agent():
-        got.append(bridge.exchange([act(1)]))
-        got.append(bridge.exchange([act(2)]))
-
-    t = threading.Thread(target=agent, daemon=True)
-    t.start()
+    got = _two_chunk_agent(bridge)
     bridge.on_infer(obs(0))
     bridge.on_infer(obs(0))  # maybe a re-send: replayed, the agent waits
     assert got == []
