@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pyrua_dojo.catalog import get_task as catalogue_task
-from pyrua_dojo.twin import TwinEnv, get_task
+from pyrua_dojo.twin import get_task
 from pyrua_dojo.twin import objects_classify as parts
 from pyrua_dojo.twin.layouts import Layout
 from pyrua_dojo.twin.reward import (
@@ -32,14 +32,15 @@ from pyrua_dojo.twin.tasks_classify import (
     category_labels,
 )
 from tests.support.twin_tasks import (
-    stated_facts,
     HOME,
     STATION,
     TOP,
     eval_trivial_program,
-    hold,
     state_of,
+    stated_facts,
+    step_until_end,
     sweep_layouts,
+    twin_at,
     yaw_q,
 )
 from tests.support.twin_tasks import run_program as run
@@ -187,18 +188,12 @@ def test_fifty_layouts_build_and_pass_the_stability_rule(task: str) -> None:
 
 @pytest.mark.parametrize("mapping", [(0, 1, 2), (2, 0, 1)])
 def test_classify_sorted_into_baskets_succeeds_with_any_mapping(mapping: tuple[int, int, int]) -> None:
-    with TwinEnv() as env:
-        env.reset("classify_objects", seed=0, layout_id=2)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("classify_objects", 2) as (env, truth, act):
         env.take_action(act)
         assert not truth.outcome().finished
         for label, pose in sorted_poses(truth.layout, mapping).items():
             truth.set_object_pose(label, pose)
-        for _ in range(3):
-            if env.is_episode_end():
-                break
-            env.take_action(act)
+        step_until_end(env, act, 3)
         out = truth.outcome()
         assert out.success and out.score == 1.0 and out.steps <= 4, out
 
@@ -240,16 +235,10 @@ def test_classify_near_misses_and_score_tiers() -> None:
 
 
 def test_by_language_sorted_as_told_succeeds() -> None:
-    with TwinEnv() as env:
-        env.reset("classify_objects_by_language", seed=0, layout_id=1)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("classify_objects_by_language", 1) as (env, truth, act):
         for label, pose in sorted_poses(truth.layout, (0, 1, 2)).items():
             truth.set_object_pose(label, pose)
-        for _ in range(3):
-            if env.is_episode_end():
-                break
-            env.take_action(act)
+        step_until_end(env, act, 3)
         out = truth.outcome()
         assert out.success and out.score == 1.0 and out.steps <= 3, out
 
@@ -319,16 +308,10 @@ def test_organize_layouts_follow_upstream() -> None:
 
 
 def test_organize_done_succeeds_once_everything_is_still() -> None:
-    with TwinEnv() as env:
-        env.reset("organize_table", seed=0, layout_id=3)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("organize_table", 3) as (env, truth, act):
         for label, pose in organized(truth.layout).items():
             truth.set_object_pose(label, pose)
-        for _ in range(12):
-            if env.is_episode_end():
-                break
-            env.take_action(act)
+        step_until_end(env, act, 12)
         out = truth.outcome()
         # Each item's stillness check first sees it moved (its baseline is the start pose), then still: the four
         # checks run in turn, so success comes on the fifth step at the earliest.

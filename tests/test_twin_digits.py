@@ -17,7 +17,7 @@ import pytest
 
 from calibration.transforms import quat_multiply, quat_to_matrix
 from pyrua_dojo.segmentation.twin_backend import normalize_words
-from pyrua_dojo.twin import TwinEnv, get_task
+from pyrua_dojo.twin import get_task
 from pyrua_dojo.twin import objects_digits as D
 from pyrua_dojo.twin.layouts import Layout, box_polygon, polygons_intersect
 from pyrua_dojo.twin.reward import (
@@ -35,14 +35,14 @@ from pyrua_dojo.twin.tasks_digits import (
     find_missing,
 )
 from tests.support.twin_tasks import (
-    settle_layouts,
-    stated_facts,
     HOME,
     STATION,
     eval_trivial_program,
-    hold,
+    settle_layouts,
     state_of,
+    stated_facts,
     sweep_layouts,
+    twin_at,
     yaw_of,
     yaw_q,
 )
@@ -170,10 +170,7 @@ def on_mat(mat_pose: Any, yaw: float = 0.0, dx: float = 0.0, flip: str | None = 
 def test_arrange_by_truth_climbs_the_tiers_and_succeeds_at_that_step(task: str) -> None:
     """Tiles put on their mats one by one, largest first, each turned a little: the process score climbs one tier
     per tile (5, 15, 30 or 5, 15, 25, 40) and the last tile makes the episode succeed at that step, score 1."""
-    with TwinEnv() as env:
-        env.reset(task, seed=0, layout_id=1)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at(task, 1) as (env, truth, act):
         mats = {lb: p for lb, p in truth.object_poses().items() if lb.startswith("mat_")}
         order = arrange_order(truth.layout)
         gradient = {4: [5.0, 15.0, 30.0], 5: [5.0, 15.0, 25.0, 40.0]}[len(order)]
@@ -347,10 +344,7 @@ def _solve_layout_with(slot: int, several: bool) -> tuple[int, Layout]:
 
 def test_solve_equation_by_truth_succeeds_at_that_step() -> None:
     spec = get_task("solve_equation")
-    with TwinEnv() as env:
-        env.reset("solve_equation", seed=0, layout_id=0)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("solve_equation", 0) as (env, truth, act):
         mat, (answer, *_) = find_missing(truth.layout)
         env.take_action(act)
         assert not truth.outcome().finished

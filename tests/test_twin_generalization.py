@@ -35,20 +35,20 @@ from pyrua_dojo.twin.tasks_generalization import (
     dolls_largest_first,
 )
 from tests.support.twin_tasks import (
-    settle_layouts,
-    stated_facts,
     STATION,
     TOP,
     eval_trivial_program,
     local_to_world,
     run_spec,
+    settle_layouts,
     stage_holds,
+    stated_facts,
     sweep_layouts,
     tilt_x,
+    twin_at,
     with_pose,
     yaw_of,
 )
-from tests.support.twin_tasks import hold as hold_action
 from tests.support.twin_tasks import yaw_q as yq
 
 TASKS = [row[0] for row in GENERALIZATION_ROWS]
@@ -175,10 +175,7 @@ def _pack_targets(box: np.ndarray) -> dict[str, list[float]]:
 
 @pytest.mark.parametrize("task", ["pack_objects_into_box", "pack_objects_into_box_random"])
 def test_pack_objects_into_box_by_truth(task: str) -> None:
-    with TwinEnv() as env:
-        env.reset(task, seed=0, layout_id=2)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at(task, 2) as (env, truth, hold):
         box = truth.object_poses()["box"]
         targets = _pack_targets(box)
         for label in ("car", "electric_toothbrush", "hammer"):
@@ -258,10 +255,7 @@ def _tilt(pose: Any) -> float:
 
 @pytest.mark.parametrize("task", ["hang_mugs", "hang_mugs_random"])
 def test_hang_mugs_by_truth(task: str) -> None:
-    with TwinEnv() as env:
-        env.reset(task, seed=0, layout_id=1)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at(task, 1) as (env, truth, hold):
         state = truth.world_state()
         rack = np.asarray(state.objects["cup_holder"])
         hooks = functional_points(state, "cup_holder", "handle_support_point")
@@ -365,10 +359,7 @@ def _row(truth: Any, order: tuple[str, ...], xs: tuple[float, ...], y: float = -
 
 @pytest.mark.parametrize("task", ["sort_nesting_dolls_by_size", "sort_nesting_dolls_by_size_random"])
 def test_sort_nesting_dolls_largest_on_the_left_by_truth(task: str) -> None:
-    with TwinEnv() as env:
-        env.reset(task, seed=0, layout_id=4)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at(task, 4) as (env, truth, hold):
         order = dolls_largest_first(truth.layout)
         radii = [truth.scene.objects[d].spec.half_extents[0] for d in order]
         assert radii == sorted(radii, reverse=True) and len(set(radii)) == 5

@@ -27,15 +27,16 @@ from pyrua_dojo.twin.tasks_longhorizon import (
     _pen_score_item,
 )
 from tests.support.twin_tasks import (
-    settle_layouts,
-    stated_facts,
     STATION,
     TOP,
     eval_trivial_program,
     hold,
     run_spec,
+    settle_layouts,
     stage_holds,
+    stated_facts,
     sweep_layouts,
+    twin_at,
     with_pose,
     yaw_of,
 )
@@ -151,10 +152,7 @@ def _bottles_in_bin(env: TwinEnv, count: int) -> int | None:
 
 
 def test_a_bottle_dropped_beyond_the_table_end_falls_into_the_bin() -> None:
-    with TwinEnv() as env:
-        env.reset("put_bottles_into_dustbin", seed=0, layout_id=0)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("put_bottles_into_dustbin", 0) as (env, truth, act):
         truth.set_object_pose("bottle0", [-0.77, -0.1, parts.DUSTBIN_POSE[2] * 2 + 0.04, *ALONG_Y])  # above the rim
         for _ in range(40):
             env.take_action(act)

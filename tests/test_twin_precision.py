@@ -15,25 +15,25 @@ import numpy as np
 import pytest
 
 from calibration.transforms import quat_multiply, quat_to_matrix
-from pyrua_dojo.twin import TwinEnv, get_task
+from pyrua_dojo.twin import get_task
 from pyrua_dojo.twin import objects_precision as P
 from pyrua_dojo.twin.reward import quat_distance_deg
 from pyrua_dojo.twin.tasks_precision import PRECISION_TASKS
 from tests.support.twin_tasks import (
-    settle_layouts,
-    stated_facts,
     STATION,
     TOP,
     local_to_world,
     settle,
+    settle_layouts,
     stage_holds,
+    stated_facts,
     sweep_layouts,
     tilt_x,
+    twin_at,
     with_pose,
     yaw_of,
     yaw_q,
 )
-from tests.support.twin_tasks import hold as hold_action
 
 PRECISION = [row[0] for row in PRECISION_TASKS]
 X90 = (math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0)
@@ -129,10 +129,7 @@ def test_fasten_screws_layout_details() -> None:
 
 @pytest.mark.slow
 def test_fasten_screws_by_truth() -> None:
-    with TwinEnv() as env:
-        env.reset("fasten_screws", seed=0, layout_id=1)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("fasten_screws", 1) as (env, truth, hold):
         poses = truth.object_poses()
         head = P.BOLT_HEAD[1]
 
@@ -174,10 +171,7 @@ def test_fasten_screws_by_truth() -> None:
 
 @pytest.mark.slow
 def test_plug_in_charger_by_truth() -> None:
-    with TwinEnv() as env:
-        env.reset("plug_in_charger", seed=0, layout_id=2)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("plug_in_charger", 2) as (env, truth, hold):
         sock = truth.object_poses()["socket"]
         theta = yaw_of(sock[3:])
         up = quat_multiply(yaw_q(theta), X90)  # local y up, pins down, pins along the strip's x
@@ -213,10 +207,7 @@ def test_plug_in_charger_by_truth() -> None:
 
 @pytest.mark.slow
 def test_insert_tubes_by_truth() -> None:
-    with TwinEnv() as env:
-        env.reset("insert_tubes", seed=0, layout_id=0)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("insert_tubes", 0) as (env, truth, hold):
         rack = truth.object_poses()["slot"]
         up = quat_multiply(yaw_q(yaw_of(rack[3:])), X90)
         top = rack[2] + P.RACK_HALF[2]
@@ -248,10 +239,7 @@ def test_insert_tubes_by_truth() -> None:
 
 @pytest.mark.slow
 def test_pour_balls_into_vase_by_truth() -> None:
-    with TwinEnv() as env:
-        env.reset("pour_balls_into_vase", seed=0, layout_id=0)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("pour_balls_into_vase", 0) as (env, truth, hold):
         vase = truth.object_poses()["vase"]
         mouth = local_to_world(vase, truth.layout.object("vase").spec.named_points("mouth")[0].pos)
         balls = [f"sphere_{i}" for i in range(7)]
@@ -287,10 +275,7 @@ def test_pour_balls_into_vase_by_truth() -> None:
 
 
 def test_deposit_coin_by_truth() -> None:
-    with TwinEnv() as env:
-        env.reset("deposit_coin", seed=0, layout_id=0)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("deposit_coin", 0) as (env, truth, hold):
         bank = truth.object_poses()["piggy_bank"]
         slot = local_to_world(bank, (0.0, 0.0, P.BANK_HALF[2]))
         centre_z = bank[2]
@@ -314,10 +299,7 @@ def test_deposit_coin_by_truth() -> None:
 
 
 def test_deposit_coin_score_tiers() -> None:
-    with TwinEnv() as env:
-        env.reset("deposit_coin", seed=0, layout_id=3)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("deposit_coin", 3) as (env, truth, hold):
         coin = truth.object_poses()["coin0"]
         truth.set_object_pose("coin0", [coin[0], coin[1], coin[2] + 0.09, *coin[3:]])  # lifted > 8 cm
         env.take_action(hold)
@@ -332,10 +314,7 @@ def test_deposit_coin_score_tiers() -> None:
 
 @pytest.mark.slow
 def test_insert_key_by_truth() -> None:
-    with TwinEnv() as env:
-        env.reset("insert_key", seed=0, layout_id=0)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("insert_key", 0) as (env, truth, hold):
         lock = truth.object_poses()["slot"]
         top = lock[2] + P.LOCK_HALF[2]
         key_half = (P.KEY_BLADE[1] + 2 * P.KEY_BOW[2]) / 2
@@ -364,10 +343,7 @@ def test_insert_key_by_truth() -> None:
 
 
 def test_insert_tubes_score_counts_items() -> None:
-    with TwinEnv() as env:
-        env.reset("insert_tubes", seed=0, layout_id=1)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("insert_tubes", 1) as (env, truth, hold):
         rack = truth.object_poses()["slot"]
         up = quat_multiply(yaw_q(yaw_of(rack[3:])), X90)
         top = rack[2] + P.RACK_HALF[2]

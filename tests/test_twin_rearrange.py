@@ -18,16 +18,16 @@ from pyrua_dojo.twin import objects_rearrange as parts
 from pyrua_dojo.twin.layouts import box_polygon, polygons_intersect
 from pyrua_dojo.twin.reward import convex_hull, functional_points
 from tests.support.twin_tasks import (
-    settle_layouts,
-    stated_facts,
     STATION,
     TOP,
     eval_trivial_program,
-    hold,
     run_program,
+    settle_layouts,
     state_of,
+    stated_facts,
     step_until_end,
     sweep_layouts,
+    twin_at,
     yaw_of,
     yaw_q,
 )
@@ -125,10 +125,7 @@ def test_fifty_layouts_build_and_pass_the_stability_rule(task: str) -> None:
 
 
 def test_push_t_aligned_on_the_pad_succeeds_at_that_step() -> None:
-    with TwinEnv() as env:
-        env.reset("push_T", seed=0, layout_id=3)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("push_T", 3) as (env, truth, act):
         pad = truth.object_poses()["target_t"]
         t = truth.object_poses()["t"]
         env.take_action(act)
@@ -141,10 +138,7 @@ def test_push_t_aligned_on_the_pad_succeeds_at_that_step() -> None:
 
 @pytest.mark.parametrize("miss", ["8 deg off", "8 mm off"])
 def test_push_t_near_misses_do_not_fire(miss: str) -> None:
-    with TwinEnv() as env:
-        env.reset("push_T", seed=0, layout_id=3)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("push_T", 3) as (env, truth, act):
         pad = truth.object_poses()["target_t"]
         t = truth.object_poses()["t"]
         if miss == "8 deg off":
@@ -159,10 +153,7 @@ def test_push_t_near_misses_do_not_fire(miss: str) -> None:
 
 
 def test_push_t_lifting_the_t_fails_at_once() -> None:
-    with TwinEnv() as env:
-        env.reset("push_T", seed=0, layout_id=0)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("push_T", 0) as (env, truth, act):
         t = truth.object_poses()["t"]
         truth.set_object_pose("t", [t[0], t[1], t[2] + 0.008, *t[3:]])  # 8 mm: not a lift
         env.take_action(act)
@@ -177,10 +168,7 @@ def test_push_t_lifting_the_t_fails_at_once() -> None:
 
 
 def test_swap_t_remembers_the_start_poses() -> None:
-    with TwinEnv() as env:
-        env.reset("swap_T", seed=0, layout_id=4)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("swap_T", 4) as (env, truth, act):
         p0, p1 = (truth.object_poses()[t].copy() for t in ("t0", "t1"))
         # t0 onto t1's start while t1 is still there (t1 lifted out of the way): the check compares with the start
         # poses, so t1 must still go to t0's start.
@@ -195,10 +183,7 @@ def test_swap_t_remembers_the_start_poses() -> None:
 
 
 def test_swap_t_four_degrees_off_does_not_fire() -> None:
-    with TwinEnv() as env:
-        env.reset("swap_T", seed=0, layout_id=4)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("swap_T", 4) as (env, truth, act):
         p0, p1 = (truth.object_poses()[t].copy() for t in ("t0", "t1"))
         truth.set_object_pose("t1", [p1[0], p1[1] + 0.2, p1[2], *p1[3:]])
         truth.set_object_pose("t0", [*p1[:3], *quat_multiply(p1[3:], yaw_q(4.0))])
@@ -220,10 +205,7 @@ def _nest(env: TwinEnv, order: tuple[str, str, str], xy: tuple[float, float], ti
 
 
 def test_stack_bowls_nested_succeeds_once_they_settle() -> None:
-    with TwinEnv() as env:
-        env.reset("stack_bowls", seed=0, layout_id=2)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("stack_bowls", 2) as (env, truth, act):
         _nest(env, ("bowl2", "bowl0", "bowl1"), (0.0, -0.12))
         steps = step_until_end(env, act, 40)
         out = truth.outcome()
@@ -287,10 +269,7 @@ def tower_poses(cx: float = 0.05, cy: float = -0.15, turn3: float = 0.0, block4_
 
 
 def test_build_tower_teleported_into_place_succeeds_at_that_step() -> None:
-    with TwinEnv() as env:
-        env.reset("build_tower", seed=0, layout_id=1)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("build_tower", 1) as (env, truth, act):
         env.take_action(act)
         for label, pose in tower_poses().items():
             truth.set_object_pose(label, pose)
@@ -344,10 +323,7 @@ def _raise(env: TwinEnv, dz: float) -> None:
 
 
 def test_play_xylophone_fifteen_ordered_stages() -> None:
-    with TwinEnv() as env:
-        env.reset("play_Xylophone", seed=0, layout_id=5)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("play_Xylophone", 5) as (env, truth, act):
         for key in range(parts.XYLO_KEYS):
             _strike(env, key, 0.018)
             env.take_action(act)
@@ -361,10 +337,7 @@ def test_play_xylophone_fifteen_ordered_stages() -> None:
 
 
 def test_play_xylophone_near_misses() -> None:
-    with TwinEnv() as env:
-        env.reset("play_Xylophone", seed=0, layout_id=5)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("play_Xylophone", 5) as (env, truth, act):
         _strike(env, 1, 0.018)  # a key struck out of order
         env.take_action(act)
         assert truth.program_status().stages_done == 0

@@ -23,10 +23,10 @@ from pyrua_dojo.twin import objects_tools as T
 from pyrua_dojo.twin.reward import WorldState
 from pyrua_dojo.twin.tasks_tools import TOOLS_ROWS, sweep_labels
 from tests.support.twin_tasks import (
-    stated_facts,
     STATION,
     TOP,
     eval_trivial_program,
+    stated_facts,
     sweep_layouts,
     with_pose,
 )

@@ -12,7 +12,8 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,15 @@ def hold(env: TwinEnv) -> dict[str, Any]:
         "right_arm_joint_state": obs["state"]["right_arm_joint_state"],
         "right_ee_joint_state": [1.0],
     }
+
+
+@contextmanager
+def twin_at(task: str, layout_id: int, seed: int = 0) -> Iterator[tuple[TwinEnv, Any, dict[str, Any]]]:
+    """A twin reset to `task`'s layout `layout_id` of `seed`: the env, its truth (tests only) and an action that holds
+    the arms still with the grippers open."""
+    with TwinEnv() as env:
+        env.reset(task, seed=seed, layout_id=layout_id)
+        yield env, env.truth(0), hold(env)
 
 
 def step_until_end(env: TwinEnv, action: dict[str, Any], limit: int) -> int:
