@@ -28,8 +28,7 @@ import numpy as np
 
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_digits as D
-from pyrua_dojo.twin.layouts import NO_CLUTTER_STRIP, Layout, LayoutFn, PlacementError, Placer, ProgramFn
-from pyrua_dojo.twin.objects import CLUTTER_OBJECTS
+from pyrua_dojo.twin.layouts import NO_CLUTTER_STRIP, Layout, LayoutFn, Placer, ProgramFn, place_clutter
 from pyrua_dojo.twin.reward import (
     Pred,
     ProgramSpec,
@@ -62,19 +61,6 @@ ARRANGE_GROUPS_RANDOM = (3, 4)  # held out: number[30..39], [40..49]
 ARRANGE_GRADIENT = {4: (5.0, 15.0, 30.0, 100.0), 5: (5.0, 15.0, 25.0, 40.0, 100.0)}
 
 
-def _clutter(placer: Placer, rng: np.random.Generator, nums: int) -> None:
-    """RoboDojo's `category_unique` clutter over x [-0.6, 0.6], y [-0.5, 0.5]: up to `nums` objects of distinct
-    categories, yaw +-30 deg, margin 1.5 cm; an object that does not fit is skipped."""
-    names = sorted(CLUTTER_OBJECTS)
-    for k in rng.permutation(len(names))[:nums]:
-        label = f"clutter_{sum(o.label.startswith('clutter_') for o in placer.objects)}"
-        try:
-            placer.place(CLUTTER_OBJECTS[names[int(k)]], label, (-0.6, 0.6), (-0.5, 0.5), rotate_deg=30, margin=0.015,
-                         cluttered=True)
-        except PlacementError:
-            continue
-
-
 def _arrange_layout(random_variant: bool) -> LayoutFn:
     groups = ARRANGE_GROUPS_RANDOM if random_variant else ARRANGE_GROUPS
 
@@ -93,7 +79,7 @@ def _arrange_layout(random_variant: bool) -> LayoutFn:
             placer.place(D.number_tile(10 * group + d), f"digit_{i}", (-0.4, 0.4), (-0.25, -0.05), rotate_deg=45,
                          margin=0.015)
         if random_variant:
-            _clutter(placer, rng, 20)
+            place_clutter(placer, rng, 20, (-0.6, 0.6), (-0.5, 0.5))
         return _instruction("arrange_largest_number")
 
     return fn

@@ -16,8 +16,7 @@ import numpy as np
 
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_rearrange as parts
-from pyrua_dojo.twin.layouts import NO_CLUTTER_STRIP, Layout, LayoutFn, PlacementError, Placer, ProgramFn
-from pyrua_dojo.twin.objects import CLUTTER_OBJECTS
+from pyrua_dojo.twin.layouts import NO_CLUTTER_STRIP, Layout, LayoutFn, Placer, ProgramFn, place_clutter
 from pyrua_dojo.twin.reward import (
     Pred,
     ProgramSpec,
@@ -57,15 +56,8 @@ def _clutter(placer: Placer, rng: np.random.Generator, groups: Sequence[tuple[Li
     """RoboDojo's `Clutter` entries: per (xlim, ylim) group (ranges may be unions) up to 10 objects of distinct
     categories (`category_unique`, drawn per group), yaw +-30 deg, margin 1.5 cm; an object that does not fit is
     skipped. Labels run on across groups (clutter_0, clutter_1, ...)."""
-    names = sorted(CLUTTER_OBJECTS)
     for xlim, ylim in groups:
-        for k in rng.permutation(len(names))[:10]:
-            label = f"clutter_{sum(o.label.startswith('clutter_') for o in placer.objects)}"
-            try:
-                placer.place(CLUTTER_OBJECTS[names[int(k)]], label, xlim, ylim, rotate_deg=30, margin=0.015,
-                             cluttered=True)
-            except PlacementError:
-                continue
+        place_clutter(placer, rng, 10, xlim, ylim)
 
 
 # ------------------------------------------------------------------------------------------------------ push_T
