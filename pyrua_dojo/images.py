@@ -56,15 +56,8 @@ def encode_image(
 
 
 def image_size(data: bytes) -> tuple[int, int] | None:
-    """(width, height) of PNG or JPEG bytes, read from their headers; None when neither header is found or the
-    header is cut short."""
-    try:
-        return _header_size(data)
-    except struct.error:
-        return None
-
-
-def _header_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) of PNG or JPEG bytes, read from their headers; None when neither header is found (or a JPEG's
+    frame header is missing)."""
     if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
         w, h = struct.unpack(">II", data[16:24])
         return int(w), int(h)
