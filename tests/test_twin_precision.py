@@ -25,6 +25,7 @@ from tests.support.twin_tasks import (
     local_to_world,
     settle,
     settle_layouts,
+    snapshot,
     stage_holds,
     stated_facts,
     sweep_layouts,
@@ -149,10 +150,8 @@ def test_fasten_screws_by_truth() -> None:
                 assert settle(env, hold, 12, lambda t: False) is None
                 assert not env.is_episode_end()
         step = settle(env, hold, 30, seated(2))
-        out = truth.outcome()
+        out, final, spec = snapshot(truth)
         assert step is not None and out.success and out.score == 1.0 and out.steps == step
-        final = truth.world_state()
-        spec = truth.program_spec
 
     assert stage_holds(spec, final)
     nut = np.asarray(final.objects["nut0"])
@@ -190,10 +189,8 @@ def test_plug_in_charger_by_truth() -> None:
 
         truth.set_object_pose("charger", [outlet[0], outlet[1], top + (half_y - below_body) + 0.006 + 0.0, *up])
         step = settle(env, hold, 20, plugged)
-        out = truth.outcome()
+        out, final, spec = snapshot(truth)
         assert step is not None and out.success and out.score == 1.0 and out.steps == step
-        final = truth.world_state()
-        spec = truth.program_spec
 
     c = np.asarray(final.objects["charger"])
     assert not stage_holds(spec, with_pose(final, "charger", [*c[:3], *tilt_x(c[3:], 12)]))  # y axis 12 deg off
@@ -222,10 +219,8 @@ def test_insert_tubes_by_truth() -> None:
             if i < 2:
                 assert settle(env, hold, 10, lambda t: False) is None and not env.is_episode_end()
         step = settle(env, hold, 30, inserted)
-        out = truth.outcome()
+        out, final, spec = snapshot(truth)
         assert step is not None and out.success and out.score == 1.0 and out.steps == step
-        final = truth.world_state()
-        spec = truth.program_spec
 
     t0 = np.asarray(final.objects["tube0"])
     high = top - 0.040 + half  # its bottom 40 mm below the rack top: 5 mm too high
@@ -259,10 +254,8 @@ def test_pour_balls_into_vase_by_truth() -> None:
             if i < 6:
                 assert settle(env, hold, 8, lambda t: False) is None and not env.is_episode_end()
         step = settle(env, hold, 30, all_in)
-        out = truth.outcome()
+        out, final, spec = snapshot(truth)
         assert step is not None and out.success and out.score == 1.0 and out.steps == step
-        final = truth.world_state()
-        spec = truth.program_spec
 
     cup = np.asarray(final.objects["cup"])
     assert not stage_holds(spec, with_pose(final, "cup", [*cup[:3], *tilt_x(cup[3:], 20)]))  # cup tipped 20 deg
@@ -286,10 +279,8 @@ def test_deposit_coin_by_truth() -> None:
         # The coin edge-on above the slot, turned to it (its faces along the bank's y).
         truth.set_object_pose("coin0", [slot[0], slot[1], slot[2] + P.COIN[0] + 0.01, *bank[3:]])
         step = settle(env, hold, 30, inside)
-        out = truth.outcome()
+        out, final, spec = snapshot(truth)
         assert step is not None and out.success and out.score == 1.0 and out.steps == step
-        final = truth.world_state()
-        spec = truth.program_spec
 
     c = np.asarray(final.objects["coin0"])
     stuck = [slot[0], slot[1], slot[2], *bank[3:]]  # half through the slot: its top above the bank's centre
@@ -329,10 +320,8 @@ def test_insert_key_by_truth() -> None:
         assert deep(truth)
         truth.set_object_pose("key", [lock[0], lock[1], top + 0.005 + key_half, *turned])
         step = settle(env, hold, 20, deep)
-        out = truth.outcome()
+        out, final, spec = snapshot(truth)
         assert step is not None and out.success and out.score == 1.0 and out.steps == step
-        final = truth.world_state()
-        spec = truth.program_spec
 
     k = np.asarray(final.objects["key"])
     part_turn = yaw_q(yaw_of(lock[3:]) - 25)  # 35 deg short of the turn

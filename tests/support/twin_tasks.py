@@ -191,6 +191,11 @@ def settle(env: TwinEnv, action: dict[str, Any], steps: int, done: Callable[[Any
     return None
 
 
+def snapshot(truth: Any) -> tuple[Any, WorldState, Any]:
+    """The twin's outcome so far, its world state now and the task's reward ProgramSpec (tests only)."""
+    return truth.outcome(), truth.world_state(), truth.program_spec
+
+
 def drift(truth: Any) -> dict[str, float]:
     """How far (m, the largest of x, y, z) each object stands from where its layout placed it."""
     start = {o.label: np.array(o.pose) for o in truth.layout.objects}
