@@ -670,9 +670,10 @@ class Robo:
             if not isinstance(legs, str):
                 return legs, z
             first = first or legs
+        hint = '; path="joint" does not rise first and may still reach it (check_move says how low it dips)'
         if len(heights) > 1:
-            return f"{first}; nor at any lower height down to z={low:.3f} (clearance above the goal)"
-        return first
+            return f"{first}; nor at any lower height down to z={low:.3f} (clearance above the goal){hint}"
+        return first + hint
 
     def _transit_at(self, arm: str, goal: FloatArray, speed: float, z: float) -> list[FloatArray] | str:
         """Transit at travel height z: up (none when already there), across, down, or why not."""
