@@ -424,9 +424,9 @@ class Robo:
 
         The camera goes `distance` m (0.12 .. 0.45) from the point, above it and a little toward the robot
         (the head camera's side, turned 35 deg), looking down at it at about 70 deg, gripper straight down
-        (TCP about 0.12 m above the point at the default distance): the fingers stay out of the image centre,
-        and a following locate() measures the object with both cameras (method "head+wrist"). If that pose is
-        out of reach, nearby viewing directions are tried. From below the viewing height the TCP first rises
+        (TCP about 0.12 m above the point at the default distance): empty fingers stay out of the image centre
+        (a held object may not), and a following locate() measures the object with both cameras (method
+        "head+wrist"). If that pose is out of reach, nearby viewing directions are tried. From below the viewing height the TCP first rises
         straight up, then a joint-space path; planned=False (nothing moved) when no viewing pose is reachable.
         """
         t0 = time.perf_counter()
