@@ -138,9 +138,13 @@ def _grasp(env: TwinEnv, robo: Robo, label: str, lift: float) -> str:
 
 
 def scenario_held(env: TwinEnv, robo: Robo, rng: np.random.Generator) -> str:
-    """A block grasped and lifted 12 cm; the other arm's wrist camera looks at it."""
+    """A block grasped and lifted 12 cm; the other arm's wrist camera looks at it. "" when the grasp failed (the
+    block not lifted: not this scenario)."""
     label = "block_0"
+    bottom = true_top(env, label)[1] - 2 * env.truth(0).scene.objects[label].spec.half_extents[2]
     arm = _grasp(env, robo, label, 0.12)
+    if true_top(env, label)[1] - 2 * env.truth(0).scene.objects[label].spec.half_extents[2] < bottom + 0.05:
+        return ""
     other = "right" if arm == "left" else "left"
     _look(robo, env, label, other)
     return label
@@ -243,6 +247,8 @@ def shots(env: TwinEnv, station: Station, scenario: str, seed: int, count: int) 
         robo = _robo(env, station)
         rng = np.random.default_rng([seed, lid, len(scenario)])
         label = build(env, robo, rng)
+        if not label:
+            continue  # the scene could not be built on this layout
         poses = env.truth(0).object_poses()
         on_table = {k: o for k, o in env.truth(0).scene.objects.items() if abs(poses[k][0]) < 1.0}
         text = unique_prompt(label, on_table)
