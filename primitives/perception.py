@@ -50,7 +50,7 @@ from primitives.bridge import Observation
 from primitives.kinematics import X5Kinematics
 from primitives.results import CameraMeta, Located
 from primitives.segmentation import Instance, SegmentationClient
-from primitives.solid_fit import View, fit_held_box, fit_solid, hull_view
+from primitives.solid_fit import SolidFit, View, fit_held_box, fit_solid, hull_view
 
 HEAD = "cam_head"
 
@@ -555,6 +555,15 @@ class Perception:
             mismatch = (fit.rms_px - 0.5) * (fit.top - fit.bottom)
             sig_top = math.hypot(sig_top, 0.3 * mismatch)
             sig_xy = math.hypot(sig_xy, 0.1 * mismatch + 0.1 * (fit.rms_px - 0.5) * max(fit.length, fit.width))
+        # (Fits over 0.8 px already carry the mismatch below; a fit with a handle left out is explained.)
+        round_ish = fit.shape == "cylinder" and 0.5 < fit.rms_px <= 0.8 and not fit.left_out and holder is None
+        hidden_top = self._top_hidden(views, fit) if round_ish else []
+        if hidden_top:
+            # No view from the side sees the top of a body that is not quite a cylinder: only the steep views place
+            # it, assuming straight sides (a dome, a knob on top would be missed).
+            notes.append("its top is hidden by an arm in " + ", ".join(hidden_top)
+                         + ": the height assumes straight sides as seen from above, uncertainty raised")
+            sig_top = math.hypot(sig_top, fit.top - fit.bottom)
         if fit.left_out:
             notes.append(f"{100 * fit.left_out:.0f}% of its outline sticks out of the {fit.shape} (a handle, a spout?) "
                          "and was left out")
@@ -574,6 +583,33 @@ class Perception:
         out = _Estimate(fit.centre, fit.top - table_z, fit.length, fit.width, fit.heading, "; ".join(notes),
                         sigma_xy=sig_xy, sigma_top=sig_top)
         return out, used, method, masks
+
+    def _top_hidden(self, views: Sequence[View], fit: SolidFit) -> list[str]:
+        """The cameras seeing the object from the side (under 60 deg elevation) when an arm may hide the top of the
+        fitted solid in every one of them (over 30 % of its top outline under the arms' silhouettes); else []."""
+        if fit.shape == "cylinder":
+            ang = np.linspace(0.0, 2 * math.pi, 16, endpoint=False)
+            ring = np.stack([np.cos(ang), np.sin(ang)], axis=-1) * fit.length / 2
+        else:
+            c, s = math.cos(fit.heading), math.sin(fit.heading)
+            ring = np.array([[a * fit.length / 2, b * fit.width / 2] for a, b in ((1, 1), (1, -1), (-1, -1), (-1, 1))])
+            ring = ring @ np.array([[c, s], [-s, c]])
+        top = np.column_stack([ring + fit.centre, np.full(len(ring), fit.top)])
+        side, hidden = [], []
+        for v in views:
+            rel = np.array([fit.centre[0], fit.centre[1], fit.top]) - v.camera.position
+            if -rel[2] / float(np.linalg.norm(rel)) > math.sin(math.radians(60.0)) or v.occluded is None:
+                continue
+            side.append(v.camera.name)
+            uv, d = v.camera.project(top)
+            k = v.camera.intrinsics
+            ok = (d > 0) & (uv[:, 0] >= 0) & (uv[:, 0] < k.width) & (uv[:, 1] >= 0) & (uv[:, 1] < k.height)
+            if not ok.any():
+                continue
+            cols, rows = uv[ok, 0].astype(int), uv[ok, 1].astype(int)
+            if float(np.mean(v.occluded[rows, cols])) > 0.3:
+                hidden.append(v.camera.name)
+        return hidden if side and len(hidden) == len(side) else []
 
     def _epipolar_match(
         self, obs: Observation, lead: Camera, lead_mask: np.ndarray, cam: Camera, name: str, text: str,
