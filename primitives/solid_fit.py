@@ -118,8 +118,9 @@ def fit_solid(
         for pts, view in samples:
             sil = _silhouette(x, shape, view.camera)
             out = (_signed_distance(sil, pts) > TRIM_PX) if sil is not None and len(sil) >= 3 else np.zeros(len(pts), bool)
-            if out.mean() > 1 / 3 or not _beside(x, view.camera, pts[out]):
-                return best  # too much, or above / below the body (a bottle's neck is part of its height)
+            out &= _beside(x, view.camera, pts)  # what sticks out above or below (a bottle's neck) is its height
+            if out.mean() > 1 / 3:
+                return best
             trimmed.append((pts[~out], view))
             dropped += int(out.sum())
         if not dropped:
@@ -187,21 +188,19 @@ def fit_held_box(
                     float(bottom + h), rms, sig_xy, sig_top, _hidden_fraction(x, "box", samples))
 
 
-def _beside(x: FloatArray, cam: Camera, pts: FloatArray) -> bool:
-    """Whether outline points lie beside a fitted cylinder in this view (a handle; 70 % of them) rather than above or
-    below it along its projected axis. Views along the axis (from straight above) cannot tell and say yes."""
-    if not len(pts):
-        return True
+def _beside(x: FloatArray, cam: Camera, pts: FloatArray) -> np.ndarray:
+    """Which outline points lie beside a fitted cylinder in this view (a handle) rather than above or below it
+    along its projected axis. In views along the axis (from straight above) every point is beside it."""
     cx, cy, rad, s, h = x
     uv, d = cam.project(np.array([[cx, cy, s], [cx, cy, s + h]]))
     axis = uv[1] - uv[0]
     length = float(np.linalg.norm(axis))
     if length < 5.0 or np.any(d <= 1e-3):
-        return True
+        return np.ones(len(pts), bool)
     axis /= length
     r_px = cam.intrinsics.fx * rad / float(np.mean(d))
     lateral = np.abs((pts - uv[0]) @ np.array([-axis[1], axis[0]]))
-    return bool(np.mean(lateral > 0.7 * r_px) >= 0.7)
+    return lateral > 0.7 * r_px
 
 
 def _start(
