@@ -355,7 +355,7 @@ class Perception:
                     # An arm may hide part of its top from the depth cameras: the centre comes from a fit of the
                     # masks (which leaves out what the arms may hide), the top's height from depth.
                     fitted = self._fit_estimate(obs, text, min_score, primary, mask, est, allowed)
-                    if fitted is not None and "not quite a" in fitted[0].notes:
+                    if fitted is not None and "not quite a" in fitted[0].notes and "held by the" not in fitted[0].notes:
                         # The solid does not explain the masks (a handle, a neck): its centre is no better than the
                         # depth points'; keep those, no surer than the two agree.
                         gap = float(np.linalg.norm(fitted[0].xy - est.xy))
