@@ -219,33 +219,36 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
 }
 
 
-def pickup_layouts(station: Station, seed: int, count: int, categories: tuple[str, ...]) -> list[int]:
-    """general_pickup layout ids of `seed` whose target is of one of the categories (first `count`)."""
+def pickup_layouts(station: Station, seed: int, count: int, categories: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(seed, layout id) of general_pickup layouts whose target is of one of the categories: the first `count`,
+    going on to the next seeds (up to 4 more) when one has too few (a seed holds about one cup)."""
     task = get_task("general_pickup")
-    out = []
-    for lid in range(task.eval_nums):
-        target = next(o for o in task.layout(station, seed, lid).objects if o.label == "target")
-        if target.spec.category in categories:
-            out.append(lid)
-        if len(out) >= count:
-            break
+    out: list[tuple[int, int]] = []
+    for s in range(seed, seed + 5):
+        for lid in range(task.eval_nums):
+            target = next(o for o in task.layout(station, s, lid).objects if o.label == "target")
+            if target.spec.category in categories:
+                out.append((s, lid))
+            if len(out) >= count:
+                return out
     return out
 
 
 def shots(env: TwinEnv, station: Station, scenario: str, seed: int, count: int) -> Iterator[Shot]:
-    """`count` shots of a scenario on layouts of `seed` (unstable layouts skipped)."""
+    """`count` shots of a scenario on layouts of `seed` (unstable layouts and scenes that could not be built are
+    skipped; general_pickup scenes go on to the next seeds for their targets)."""
     task, build = SCENARIOS[scenario]
     if task == "general_pickup":
         ids = pickup_layouts(station, seed, count, ("cup",) if scenario.startswith("cup") else ROUND)
     else:
-        ids = list(range(count))
-    for lid in ids:
+        ids = [(seed, lid) for lid in range(count)]
+    for s, lid in ids:
         try:
-            env.reset(task, seed, lid)
+            env.reset(task, s, lid)
         except UnstableLayoutError:
             continue
         robo = _robo(env, station)
-        rng = np.random.default_rng([seed, lid, len(scenario)])
+        rng = np.random.default_rng([s, lid, len(scenario)])
         label = build(env, robo, rng)
         if not label:
             continue  # the scene could not be built on this layout
