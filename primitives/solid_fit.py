@@ -117,7 +117,8 @@ def fit_solid(
         trimmed, dropped = [], 0
         for pts, view in samples:
             sil = _silhouette(x, shape, view.camera)
-            out = (_signed_distance(sil, pts) > TRIM_PX) if sil is not None and len(sil) >= 3 else np.zeros(len(pts), bool)
+            seen_sil = sil is not None and len(sil) >= 3
+            out = (_signed_distance(sil, pts) > TRIM_PX) if seen_sil else np.zeros(len(pts), bool)
             out &= _beside(x, view.camera, pts)  # what sticks out above or below (a bottle's neck) is its height
             if out.mean() > 1 / 3:
                 return best
@@ -179,7 +180,7 @@ def fit_held_box(
     rms = float(np.sqrt(np.mean(residuals[inliers] ** 2))) if inliers.any() else math.inf
     j = np.asarray(best.jac)[inliers]
     cov = np.linalg.pinv(j.T @ j) * max(rms, 0.35) ** 2
-    off, a, bottom, h = best.x
+    _, a, bottom, h = best.x
     x = full(best.x)
     length, wid, heading = (2 * a, width, yaw) if 2 * a >= width else (width, 2 * a, yaw + math.pi / 2)
     sig_xy = float(math.sqrt(max(cov[0, 0], 0.0)))
