@@ -8,7 +8,9 @@ Cameras are posed from RoboDojo's camera matrices when the station sends them, o
 - with a wrist view and no depth, first a solid fit (`primitives.solid_fit`): a box or cylinder on an unknown
   support fitted to the masks of every camera that sees the object (matched along the lead camera's ray through
   it), with the arms' silhouettes (capsules around their skeletons and fingers) marked as places that may hide
-  it. This measures stacked, held and partly hidden objects and cups by their rims. When it does not explain the
+  it. This measures stacked, held and partly hidden objects and cups by their rims; an object near the TCP of a
+  gripper closed on something, pointing down, is fitted as a box centred between its pads (as wide as they are
+  apart: `fit_held_box`), since the fingers hide too much of it for the free fit. When it does not explain the
   masks (under 2 views, rms over 3 px, or half its outline unexplained), the table-plane methods below follow.
   Every result carries a one-sigma uncertainty: the fit's own (Jacobian, hidden share, model mismatch) or a
   per-method floor measured by `pyrua-dojo bench locate`.

@@ -15,6 +15,9 @@ Residuals are in pixels, so a near camera (the wrist camera after look_at) weigh
   another object in front of the object hides part of it (those points then lie off the mask by much more than a
   pixel and lose their pull). Silhouette points outside the image say nothing and count zero.
 The uncertainty comes from the fit's Jacobian, scaled by its residual and floored at a pixel's footprint.
+A cylinder the masks do not fit well (over 0.8 px) is fitted again without the outline points sticking out beside
+it (a mug's handle; points above or below it are its height and stay). `fit_held_box`: a box held between a
+gripper's pads, with fewer unknowns.
 """
 
 from __future__ import annotations
