@@ -8,7 +8,9 @@ Cameras are posed from RoboDojo's camera matrices when the station sends them, o
 - with a wrist view and no depth, first a solid fit (`primitives.solid_fit`): a box or cylinder on an unknown
   support fitted to the masks of every camera that sees the object (matched along the lead camera's ray through
   it), with the arms' silhouettes (capsules around their skeletons and fingers) marked as places that may hide
-  it. This measures stacked, held and partly hidden objects and cups by their rims. When it does not explain the
+  it. This measures stacked, held and partly hidden objects and cups by their rims; an object near the TCP of a
+  gripper closed on something, pointing down, is fitted as a box centred between its pads (as wide as they are
+  apart: `fit_held_box`), since the fingers hide too much of it for the free fit. When it does not explain the
   masks (under 2 views, rms over 3 px, or half its outline unexplained), the table-plane methods below follow.
   Every result carries a one-sigma uncertainty: the fit's own (Jacobian, hidden share, model mismatch) or a
   per-method floor measured by `pyrua-dojo bench locate`.
@@ -50,7 +52,7 @@ from primitives.bridge import Observation
 from primitives.kinematics import X5Kinematics
 from primitives.results import CameraMeta, Located
 from primitives.segmentation import Instance, SegmentationClient
-from primitives.solid_fit import View, fit_solid, hull_view
+from primitives.solid_fit import SolidFit, View, fit_held_box, fit_solid, hull_view
 
 HEAD = "cam_head"
 
@@ -358,7 +360,14 @@ class Perception:
                     # An arm may hide part of its top from the depth cameras: the centre comes from a fit of the
                     # masks (which leaves out what the arms may hide), the top's height from depth.
                     fitted = self._fit_estimate(obs, text, min_score, primary, mask, est, allowed)
-                    if fitted is not None:
+                    if fitted is not None and "not quite a" in fitted[0].notes and "held by the" not in fitted[0].notes:
+                        # The solid does not explain the masks (a handle, a neck): its centre is no better than the
+                        # depth points'; keep those, no surer than the two agree.
+                        gap = float(np.linalg.norm(fitted[0].xy - est.xy))
+                        est = replace(est, sigma_xy=max(est.sigma_xy, 0.002, gap / 2),
+                                      notes=est.notes + f"; an arm may hide part of its top (the masks' centre is "
+                                      f"{1000 * gap:.0f} mm away)")
+                    elif fitted is not None:
                         est = replace(est, xy=fitted[0].xy, sigma_xy=max(fitted[0].sigma_xy, 0.002),
                                       notes=est.notes + "; centre from the masks (an arm may hide part of its top)")
                     else:
@@ -368,6 +377,7 @@ class Perception:
             fitted = self._fit_estimate(obs, text, min_score, primary, mask, est, allowed)
             if fitted is not None:
                 est, used, method, views = fitted
+                notes = [n for n in notes if not any(n.startswith(f"{c} not used") for c in used)]
         if not method:
             m_est = self._mask_estimate(obs, views) if len(views) > 1 else est
             if m_est is None:
@@ -440,6 +450,30 @@ class Perception:
         world = world[np.all(np.isfinite(world), axis=1)]
         return [[round(float(x), 4), round(float(y), 4)] for x, y, _ in world]
 
+    def _holder(
+        self, obs: Observation, ray: tuple[FloatArray, FloatArray]
+    ) -> tuple[str, FloatArray, FloatArray, float] | None:
+        """The arm that seems to hold the object seen along `ray`: its gripper closed on something (value between
+        0.03 and 0.9), pointing down, its TCP within 4 cm of the ray. (arm, TCP, closing axis, pad distance)."""
+        g = self.station.x5.gripper
+        origin, d = ray
+        for arm in self.station.arms:
+            value = float(obs.gripper[arm])
+            if not 0.03 < value < 0.9:
+                continue
+            pose = obs.ee_pose[arm]
+            rot = quat_to_matrix(pose[3:])
+            if rot[2, 0] > -0.9:
+                continue  # not pointing down
+            tcp = pose[:3] + self.station.x5.tcp_offset * rot[:, 0]
+            rel = tcp - origin
+            if float(np.linalg.norm(rel - (rel @ d) * d)) > 0.04:
+                continue
+            # Blocked fingers: the rate limiter keeps the command `rate_limit` below the measured opening.
+            width = 2.0 * g.finger_from_value(min(1.0, value + g.rate_limit))
+            return arm, tcp, rot[:, 1], width
+        return None
+
     def _held(self, obs: Observation, top: FloatArray, height: float) -> tuple[str, list[float]]:
         """The arm whose TCP lies inside the object (between its fingers), and top centre minus that TCP."""
         for arm in self.station.arms:
@@ -479,9 +513,12 @@ class Perception:
         views: list[View] = []
         hidden_in: list[str] = []
         guess = np.array([est.xy[0], est.xy[1], table_z + est.height / 2])
+        holder = self._holder(obs, _mask_ray(cams[primary], mask))
         for name, m in masks.items():
             _, dist = cams[name].project(guess)
-            robot = self.robot_mask(obs, cams[name], float(dist) + 0.05)
+            # The holding gripper's own camera sees the held object between its pads, not behind them.
+            own = holder is None or self.station.cameras[name].arm != holder[0]
+            robot = self.robot_mask(obs, cams[name], float(dist) + 0.05, own_fingers=own)
             robot = cv2.dilate(robot.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
             v = hull_view(cams[name], mask_outline(m), robot)
             if v is not None:
@@ -491,18 +528,31 @@ class Perception:
                     hidden_in.append(name)
         if len(views) < 2:
             return None
-        starts = [(est.xy, table_z, table_z + est.height)]
         centre = _closest_point(list(rays.values()))
-        if centre is not None and centre[2] > table_z:
-            h = max(est.height, 0.02)
-            starts.append((centre[:2], max(table_z, centre[2] - h / 2), centre[2] + h / 2))
-        fit = fit_solid(views, starts, est.heading, (est.length, est.width), table_z)
-        if fit is None or fit.rms_px > self.config.fit_max_rms_px or fit.hidden_fraction > 0.5:
+        fit = None
+        if holder is not None:
+            # Between a gripper's closed pads: a box centred there, as wide as the pads are apart.
+            fit = fit_held_box(views, holder[1], holder[2], holder[3], table_z)
+            # The fingers and the gripper hide much of a held object: a larger hidden share is accepted (the fit has
+            # fewer unknowns, and the stated uncertainty grows with the hidden share below).
+            if fit is not None and (fit.rms_px > self.config.fit_max_rms_px or fit.hidden_fraction > 0.75):
+                fit = None
+        if fit is None:
+            holder = None
+            starts = [(est.xy, table_z, table_z + est.height)]
+            if centre is not None and centre[2] > table_z:
+                h = max(est.height, 0.02)
+                starts.append((centre[:2], max(table_z, centre[2] - h / 2), centre[2] + h / 2))
+            fit = fit_solid(views, starts, est.heading, (est.length, est.width), table_z)
+        if fit is None or fit.rms_px > self.config.fit_max_rms_px or (fit.hidden_fraction > 0.5 and holder is None):
             return None
         support = fit.bottom - table_z
-        rests = ("on the table" if support < 0.004 else
-                 f"on something {1000 * support:.0f} mm above the table (another object or a gripper)")
-        notes = [f"{fit.shape} fitted to the masks of {', '.join(masks)} (rms {fit.rms_px:.1f} px): rests {rests}"]
+        rests = ("rests on the table" if support < 0.004 else
+                 f"rests on something {1000 * support:.0f} mm above the table (another object or a gripper)")
+        if holder is not None:
+            rests = (f"held by the {holder[0]} gripper (assumed centred between its pads, as wide as they are apart: "
+                     f"{1000 * holder[3]:.0f} mm)")
+        notes = [f"{fit.shape} fitted to the masks of {', '.join(masks)} (rms {fit.rms_px:.1f} px): {rests}"]
         sig_xy, sig_top = fit.sigma_xy, fit.sigma_top
         if fit.rms_px > 0.8:
             # Silhouettes the solid does not explain (a neck, a handle, a dome): the top is less sure.
@@ -510,6 +560,18 @@ class Perception:
             mismatch = (fit.rms_px - 0.5) * (fit.top - fit.bottom)
             sig_top = math.hypot(sig_top, 0.3 * mismatch)
             sig_xy = math.hypot(sig_xy, 0.1 * mismatch + 0.1 * (fit.rms_px - 0.5) * max(fit.length, fit.width))
+        # (Fits over 0.8 px already carry the mismatch below; a fit with a handle left out is explained.)
+        round_ish = fit.shape == "cylinder" and 0.5 < fit.rms_px <= 0.8 and not fit.left_out and holder is None
+        hidden_top = self._top_hidden(views, fit) if round_ish else []
+        if hidden_top:
+            # No view from the side sees the top of a body that is not quite a cylinder: only the steep views place
+            # it, assuming straight sides (a dome, a knob on top would be missed).
+            notes.append("its top is hidden by an arm in " + ", ".join(hidden_top)
+                         + ": the height assumes straight sides as seen from above, uncertainty raised")
+            sig_top = math.hypot(sig_top, fit.top - fit.bottom)
+        if fit.left_out:
+            notes.append(f"{100 * fit.left_out:.0f}% of its outline sticks out of the {fit.shape} (a handle, a spout?) "
+                         "and was left out")
         if hidden_in:
             notes.append("an arm may hide part of it in " + ", ".join(hidden_in) + " (those parts are not used)")
         if fit.hidden_fraction > 0.1:
@@ -518,11 +580,41 @@ class Perception:
             # What is hidden is not measured: the silhouette may extend that far into it.
             sig_xy = math.hypot(sig_xy, fit.hidden_fraction * max(fit.length, fit.width) / 2)
             sig_top = math.hypot(sig_top, fit.hidden_fraction * (fit.top - fit.bottom))
+        if holder is not None:
+            # Model error of the held box: not quite centred between the pads, pads not quite parallel.
+            sig_xy, sig_top = math.hypot(sig_xy, 0.002), math.hypot(sig_top, 0.002)
         used = list(masks)
         method = "head+wrist" if HEAD in used else "wrist"
         out = _Estimate(fit.centre, fit.top - table_z, fit.length, fit.width, fit.heading, "; ".join(notes),
                         sigma_xy=sig_xy, sigma_top=sig_top)
         return out, used, method, masks
+
+    def _top_hidden(self, views: Sequence[View], fit: SolidFit) -> list[str]:
+        """The cameras seeing the object from the side (under 60 deg elevation) when an arm may hide the top of the
+        fitted solid in every one of them (over 30 % of its top outline under the arms' silhouettes); else []."""
+        if fit.shape == "cylinder":
+            ang = np.linspace(0.0, 2 * math.pi, 16, endpoint=False)
+            ring = np.stack([np.cos(ang), np.sin(ang)], axis=-1) * fit.length / 2
+        else:
+            c, s = math.cos(fit.heading), math.sin(fit.heading)
+            ring = np.array([[a * fit.length / 2, b * fit.width / 2] for a, b in ((1, 1), (1, -1), (-1, -1), (-1, 1))])
+            ring = ring @ np.array([[c, s], [-s, c]])
+        top = np.column_stack([ring + fit.centre, np.full(len(ring), fit.top)])
+        side, hidden = [], []
+        for v in views:
+            rel = np.array([fit.centre[0], fit.centre[1], fit.top]) - v.camera.position
+            if -rel[2] / float(np.linalg.norm(rel)) > math.sin(math.radians(60.0)) or v.occluded is None:
+                continue
+            side.append(v.camera.name)
+            uv, d = v.camera.project(top)
+            k = v.camera.intrinsics
+            ok = (d > 0) & (uv[:, 0] >= 0) & (uv[:, 0] < k.width) & (uv[:, 1] >= 0) & (uv[:, 1] < k.height)
+            if not ok.any():
+                continue
+            cols, rows = uv[ok, 0].astype(int), uv[ok, 1].astype(int)
+            if float(np.mean(v.occluded[rows, cols])) > 0.3:
+                hidden.append(v.camera.name)
+        return hidden if side and len(hidden) == len(side) else []
 
     def _epipolar_match(
         self, obs: Observation, lead: Camera, lead_mask: np.ndarray, cam: Camera, name: str, text: str,
@@ -556,11 +648,12 @@ class Perception:
                 best = (dist, m)
         return None if best is None else best[1]
 
-    def robot_mask(self, obs: Observation, cam: Camera, nearer_than: float) -> np.ndarray:
+    def robot_mask(self, obs: Observation, cam: Camera, nearer_than: float, own_fingers: bool = True) -> np.ndarray:
         """Pixels of `cam`'s image where an arm (links, gripper body, fingers) may be, nearer than `nearer_than` m.
 
         Capsules around the arm's skeleton and the two fingers (generous radii): what lies under them may hide an
-        object behind. A wrist camera's own arm contributes only its fingers (the rest is behind the camera).
+        object behind. A wrist camera's own arm contributes only its fingers (the rest is behind the camera), and
+        not those when `own_fingers` is False (an object held between them).
         """
         k = cam.intrinsics
         out = np.zeros((k.height, k.width), np.uint8)
@@ -573,7 +666,8 @@ class Perception:
             ee, tcp = pts[-2], pts[-1]
             tip = tcp + 0.035 * rot[:, 0]
             half = self.station.x5.gripper.finger_from_value(float(obs.gripper[arm])) + 0.008
-            for side in (-1.0, 1.0):
+            own = self.station.cameras[cam.name].arm == arm
+            for side in (-1.0, 1.0) if own_fingers or not own else ():
                 off = side * half * rot[:, 1]
                 capsules.append((ee - 0.07 * rot[:, 0] + off, tip + off, 0.014))
             if self.station.cameras[cam.name].arm != arm:

@@ -59,7 +59,7 @@ class MoveCheck:
     feasible: bool
     reason: str  # why not feasible; "" when it is
     steps: int  # actions the motion would take (0 when not feasible)
-    lowest_z: float = 0.0  # lowest TCP z along the planned path (a joint path can dip below both ends)
+    lowest_z: float = 0.0  # lowest TCP z along the planned path, its start included (a joint path can dip below both ends)
     highest_z: float = 0.0  # highest TCP z along it
     travel_z: float = 0.0  # path="transit": the height it would travel at
 

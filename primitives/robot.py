@@ -50,6 +50,7 @@ class RoboConfig:
     grip_steps: int = 3  # actions to swing the gripper
     grip_settle_steps: int = 6  # more actions at most, until the reported value stops changing
     held_threshold: float = 0.05
+    press_lag_m: float = 0.001  # before closing: measured TCP this far above its command = pressing on something
 
 
 class Robo:
@@ -366,7 +367,11 @@ class Robo:
         return result
 
     def close(self, arm: str) -> Grip:
-        """Close the gripper. held=True when an object stopped the fingers (value stays ${held_threshold} above the command)."""
+        """Close the gripper. held=True when an object stopped the fingers (value stays ${held_threshold} above the command).
+
+        An arm pressing down (fingertips on the table or on an object's top) is first eased 1 mm up (one step), so
+        friction cannot stall the fingers and read as a grip.
+        """
         t0 = time.perf_counter()
         self._check_arm(arm)
         result = self._grip(arm, 0.0)
@@ -424,9 +429,9 @@ class Robo:
 
         The camera goes `distance` m (0.12 .. 0.45) from the point, above it and a little toward the robot
         (the head camera's side, turned 35 deg), looking down at it at about 70 deg, gripper straight down
-        (TCP about 0.12 m above the point at the default distance): the fingers stay out of the image centre,
-        and a following locate() measures the object with both cameras (method "head+wrist"). If that pose is
-        out of reach, nearby viewing directions are tried. From below the viewing height the TCP first rises
+        (TCP about 0.12 m above the point at the default distance): empty fingers stay out of the image centre
+        (a held object may not), and a following locate() measures the object with both cameras (method
+        "head+wrist"). If that pose is out of reach, nearby viewing directions are tried. From below the viewing height the TCP first rises
         straight up, then a joint-space path; planned=False (nothing moved) when no viewing pose is reachable.
         """
         t0 = time.perf_counter()
@@ -670,9 +675,10 @@ class Robo:
             if not isinstance(legs, str):
                 return legs, z
             first = first or legs
+        hint = '; path="joint" does not rise first and may still reach it (check_move says how low it dips)'
         if len(heights) > 1:
-            return f"{first}; nor at any lower height down to z={low:.3f} (clearance above the goal)"
-        return first
+            return f"{first}; nor at any lower height down to z={low:.3f} (clearance above the goal){hint}"
+        return first + hint
 
     def _transit_at(self, arm: str, goal: FloatArray, speed: float, z: float) -> list[FloatArray] | str:
         """Transit at travel height z: up (none when already there), across, down, or why not."""
@@ -803,7 +809,10 @@ class Robo:
     def _grip(self, arm: str, command: float) -> Grip:
         cfg = self._config
         already = abs(self._cmd_g[arm] - command) < 1e-6 and abs(self._obs.gripper[arm] - command) < 1e-3
-        steps = 0 if already else self._send({}, {arm: command}, cfg.grip_steps)
+        # Fingertips pressed on the table or on an object's top stall the closing fingers by friction, which read
+        # like a grip (issue 17: held=True at 0.79 with nothing inside): stop pressing first.
+        steps = self._stop_pressing(arm) if command < self._obs.gripper[arm] - 1e-3 else 0
+        steps += 0 if already else self._send({}, {arm: command}, cfg.grip_steps)
         previous = self._obs.gripper[arm]
         for _ in range(cfg.grip_settle_steps):
             if abs(self._obs.gripper[arm] - command) < 1e-3:
@@ -823,6 +832,17 @@ class Robo:
         opening = value + g.rate_limit if held else value
         width = 2.0 * (g.scale[0] + min(1.0, opening) * span)
         return Grip(arm, command, round(value, 4), held, round(width, 4), steps, self.steps_left)
+
+    def _stop_pressing(self, arm: str) -> int:
+        """When the arm presses on something (its measured TCP over `press_lag_m` above the commanded one),
+        command the measured position, 1 mm higher: one action, or none when it does not press."""
+        rot, cmd = self._tcp_frame(arm, self._cmd_q[arm])
+        _, tcp = self._measured_tcp(arm)
+        if tcp[2] - cmd[2] <= self._config.press_lag_m:
+            return 0
+        r = self._kin.arm(arm).ik(make_transform(rot, tcp + np.array([0.0, 0.0, 0.001])), self._cmd_q[arm],
+                                  point="tcp")
+        return self._send({arm: r.q[None, :]}, {}, 1) if r.converged else 0
 
     def _send(self, joint_paths: dict[str, FloatArray], grippers: dict[str, float], n: int) -> int:
         """Send n actions: arms in joint_paths follow them, others hold; grippers set as given. Returns n."""

@@ -15,13 +15,16 @@ Residuals are in pixels, so a near camera (the wrist camera after look_at) weigh
   another object in front of the object hides part of it (those points then lie off the mask by much more than a
   pixel and lose their pull). Silhouette points outside the image say nothing and count zero.
 The uncertainty comes from the fit's Jacobian, scaled by its residual and floored at a pixel's footprint.
+A cylinder the masks do not fit well (over 0.8 px) is fitted again without the outline points sticking out beside
+it (a mug's handle; points above or below it are its height and stay). `fit_held_box`: a box held between a
+gripper's pads, with fewer unknowns.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import cv2
@@ -33,6 +36,8 @@ from calibration.transforms import FloatArray
 
 CIRCLE = 24  # points per circle of the cylinder model
 SAMPLES = 48  # points along each outline
+TRIM_RMS_PX = 0.8  # a fit matching the masks worse than this is tried again without the points sticking out
+TRIM_PX = 1.0  # ... leaving out the mask outline points this far outside the fitted silhouette
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class SolidFit:
     sigma_xy: float
     sigma_top: float
     hidden_fraction: float  # share of seen silhouette points off the mask by over 3 px (hidden by something unknown)
+    left_out: float = 0.0  # share of the masks' outline points left out as a part the solid does not model
 
 
 def hull_view(camera: Camera, outline_uv: FloatArray, occluded: np.ndarray | None = None) -> View | None:
@@ -101,7 +107,104 @@ def fit_solid(
         return None
     _, shape, x0, lo, hi = min(trials, key=lambda t: t[0])
     r = _solve(shape, samples, x0, lo, hi, 150)
-    return None if r is None else _result(shape, r.x, r.jac, samples)
+    if r is None:
+        return None
+    fit = _result(shape, r.x, r.jac, samples)
+    if fit.rms_px <= TRIM_RMS_PX or shape != "cylinder":
+        return fit
+    # A part the solid does not model (a mug's handle, a spout) sticks out of it in some view: leave out the mask
+    # outline points well outside the fitted silhouette (at most a third per view) and fit again.
+    # Repeated: as the solid moves off the part, more of the part's points come out.
+    best, x = fit, r.x
+    for _ in range(3):
+        trimmed, dropped = [], 0
+        for pts, view in samples:
+            sil = _silhouette(x, shape, view.camera)
+            seen_sil = sil is not None and len(sil) >= 3
+            out = (_signed_distance(sil, pts) > TRIM_PX) if seen_sil else np.zeros(len(pts), bool)
+            out &= _beside(x, view.camera, pts)  # what sticks out above or below (a bottle's neck) is its height
+            if out.mean() > 1 / 3:
+                return best
+            trimmed.append((pts[~out], view))
+            dropped += int(out.sum())
+        if not dropped:
+            return best
+        r2 = _solve(shape, trimmed, x, lo, hi, 150)
+        if r2 is None:
+            return best
+        refit = _result(shape, r2.x, r2.jac, trimmed)
+        if refit.rms_px >= best.rms_px:
+            return best
+        best, x = replace(refit, left_out=dropped / sum(len(p) for p, _ in samples)), r2.x
+    return best
+
+
+def fit_held_box(
+    views: Sequence[View],
+    tcp: FloatArray,
+    closing_axis: FloatArray,
+    width: float,
+    table_z: float,
+) -> SolidFit | None:
+    """A box held between a gripper's pads (pointing down): centred on the TCP along the fingers' closing axis, as
+    wide there as the pads are apart; free are its offset and length along the other horizontal axis, its bottom
+    and its top. The fingers hide much of a held object, so the free fit of `fit_solid` finds too little of it."""
+    u = np.asarray(closing_axis[:2], float)
+    u = u / max(float(np.linalg.norm(u)), 1e-9)
+    p = np.array([-u[1], u[0]])
+    yaw = math.atan2(float(p[1]), float(p[0]))  # the box's local x runs along the pads (p), y across them (u)
+    samples = [(_perimeter(v.hull, SAMPLES), v) for v in views]
+    tz = float(tcp[2])
+
+    def full(y: FloatArray) -> FloatArray:
+        off, a, bottom, h = y
+        c = np.asarray(tcp[:2], float) + off * p
+        return np.array([c[0], c[1], yaw, a, width / 2.0, bottom, h])
+
+    def res(y: FloatArray) -> FloatArray:
+        return _residuals(full(y), "box", samples)
+
+    lo = np.array([-0.03, 0.005, table_z - 0.005, 0.005])
+    hi = np.array([0.03, 0.1, tz + 0.02, 0.2])
+    best = None
+    for below, above in ((0.03, 0.02), (0.05, 0.0), (0.02, 0.04)):
+        y0 = np.clip(np.array([0.0, max(width / 2.0, 0.01), tz - below, below + above]), lo + 1e-6, hi - 1e-6)
+        try:
+            r = least_squares(res, y0, bounds=(lo, hi), loss="soft_l1", f_scale=1.0, diff_step=1e-4, max_nfev=100,
+                              ftol=1e-5, xtol=1e-5)
+        except ValueError:
+            continue
+        if best is None or r.cost < best.cost:
+            best = r
+    if best is None:
+        return None
+    residuals = res(best.x)
+    inliers = residuals < 5.0
+    rms = float(np.sqrt(np.mean(residuals[inliers] ** 2))) if inliers.any() else math.inf
+    j = np.asarray(best.jac)[inliers]
+    cov = np.linalg.pinv(j.T @ j) * max(rms, 0.35) ** 2
+    _, a, bottom, h = best.x
+    x = full(best.x)
+    length, wid, heading = (2 * a, width, yaw) if 2 * a >= width else (width, 2 * a, yaw + math.pi / 2)
+    sig_xy = float(math.sqrt(max(cov[0, 0], 0.0)))
+    sig_top = float(math.sqrt(max(cov[2, 2] + cov[3, 3] + 2 * cov[2, 3], 0.0)))
+    return SolidFit("box", x[:2].copy(), float(heading % math.pi), float(length), float(wid), float(bottom),
+                    float(bottom + h), rms, sig_xy, sig_top, _hidden_fraction(x, "box", samples))
+
+
+def _beside(x: FloatArray, cam: Camera, pts: FloatArray) -> np.ndarray:
+    """Which outline points lie beside a fitted cylinder in this view (a handle) rather than above or below it
+    along its projected axis. In views along the axis (from straight above) every point is beside it."""
+    cx, cy, rad, s, h = x
+    uv, d = cam.project(np.array([[cx, cy, s], [cx, cy, s + h]]))
+    axis = uv[1] - uv[0]
+    length = float(np.linalg.norm(axis))
+    if length < 5.0 or np.any(d <= 1e-3):
+        return np.ones(len(pts), bool)
+    axis /= length
+    r_px = cam.intrinsics.fx * rad / float(np.mean(d))
+    lateral = np.abs((pts - uv[0]) @ np.array([-axis[1], axis[0]]))
+    return lateral > 0.7 * r_px
 
 
 def _start(
@@ -183,7 +286,7 @@ def _residuals(x: FloatArray, shape: str, samples: list[tuple[FloatArray, View]]
     for mask_pts, view in samples:
         sil = _silhouette(x, shape, view.camera)
         if sil is None or len(sil) < 3:
-            out.append(np.full(2 * SAMPLES, 50.0))
+            out.append(np.full(len(mask_pts) + SAMPLES, 50.0))
             continue
         # Containment: the mask lies inside the silhouette.
         out.append(3.0 * np.maximum(_signed_distance(sil, mask_pts), 0.0))

@@ -240,6 +240,40 @@ def test_a_partial_open_with_nothing_in_the_gripper_is_not_held(station_env):
     assert not robo.open("left", 0.3).held  # opening from closed
 
 
+@pytest.mark.slow
+def test_closing_with_the_fingertips_pressed_on_the_table_is_not_held(station_env):
+    # issue 17 (LLM trials): a descent aimed 3 mm below table contact ends at its target with the fingertips
+    # pressed on the table; close() then stalled at 0.79 by friction and reported held=True with nothing inside.
+    _, _, robo = station_env
+    for arm, xy in (("right", (0.2, -0.15)), ("left", (-0.15, -0.05))):  # clear of the blocks
+        assert robo.move_to(arm, [xy[0], xy[1], 0.835], yaw=0.0, path="joint").reached
+        d = robo.descend(arm, z=0.765 + PAD_HALF - 0.003, speed=0.15)
+        assert d.stopped_by == "target"  # pressing under the contact threshold: the trials' case
+        g = robo.close(arm)
+        assert not g.held and g.value < 0.05, g
+
+
+@pytest.mark.slow
+def test_closing_with_a_fingertip_on_a_block_top_is_not_held(station_env):
+    # issue 17: the gripper straddling a block's edge, one finger pad resting on its top (the arm blocked there):
+    # the fingers stalled by friction and close() reported held=True.
+    env, _, robo = station_env
+    block = env.truth(0).object_poses()["block_0"]
+    half = 0.03  # the block is 6 cm wide; with yaw 0 the fingers close along x
+    robo.move_to("right", [block[0] - half, block[1], block[2] + 0.08], yaw=0.0, path="joint")
+    m = robo.move_to("right", [block[0] - half, block[1], block[2] + 0.005], yaw=0.0)
+    assert not m.reached  # a pad stands on the block's top
+    g = robo.close("right")
+    assert not g.held and g.value < 0.05, g
+    # A block between the pads with their tips pressed on the table is still held.
+    robo.open("right")
+    robo.move_to("right", [block[0], block[1], block[2] + 0.08], yaw=0.0, path="joint")
+    d = robo.descend("right", z=0.765 + PAD_HALF - 0.003, speed=0.15)
+    assert d.stopped_by == "target"
+    g = robo.close("right")
+    assert g.held and g.width_m == pytest.approx(0.06, abs=0.01), g
+
+
 def test_transit_rises_travels_and_comes_down_never_below_its_clearance(station_env):
     # issue 17 item 5: a sideways line move from release height was the trials' one fatal mistake.
     env, bridge, robo = station_env

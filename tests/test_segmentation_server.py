@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from primitives import rle
-from primitives.segmentation import image_sha256
+from primitives.segmentation_contract import image_sha256
 from pyrua_dojo.segmentation import BackendInfo, SegmentationRequestError, SegmentationServer, ServerLimits
 from pyrua_dojo.segmentation.backend import Detection, ExemplarBoxPx, SegmentationBackend
 from pyrua_dojo.segmentation.server import decode_image, instance_json

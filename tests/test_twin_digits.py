@@ -8,6 +8,7 @@ layouts keep upstream's ranges and settle; the task cards and the twin's facts a
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from calibration.transforms import quat_multiply, quat_to_matrix
+from calibration.transforms import matrix_to_quat, quat_multiply, quat_to_matrix
 from pyrua_dojo.segmentation.twin_backend import normalize_words
-from pyrua_dojo.twin import get_task
+from pyrua_dojo.twin import TwinEnv, get_task
 from pyrua_dojo.twin import objects_digits as D
 from pyrua_dojo.twin.layouts import Layout, box_polygon, polygons_intersect
 from pyrua_dojo.twin.reward import (
@@ -25,6 +26,12 @@ from pyrua_dojo.twin.reward import (
     WorldState,
     any_k_of,
     convex_hull,
+)
+from pyrua_dojo.twin.scripted import (
+    CLOSED,
+    OPEN,
+    EpisodeEnded,
+    JointScript,
 )
 from pyrua_dojo.twin.tasks_digits import (
     OPS,
@@ -37,6 +44,7 @@ from pyrua_dojo.twin.tasks_digits import (
 from tests.support.twin_tasks import (
     HOME,
     STATION,
+    TOP,
     eval_trivial_program,
     settle_layouts,
     state_of,
@@ -396,3 +404,137 @@ def test_eval_runs_each_digit_task_to_its_step_limit_and_books_a_failure(tmp_pat
     for task in TASKS:
         result, _ = done.booked(task)
         assert [(e.layout_id, e.success, e.score) for e in result.episodes] == [(0, False, 0.0)]
+
+
+# ------------------------------------------------------------------------------- with the arms (privileged script)
+
+
+RELAYS = ((0.0, -0.175), (0.0, -0.12), (0.0, -0.23), (0.0, -0.07))  # hand-over sites on the centre line
+PAD_CLEAR = 0.028  # grasp centre above the tile's bottom: the finger pads reach 2.5 cm below it, so they clear the table
+TURNS = (0.0, 0.5, -0.5)  # how far from square (rad) a tile may be set down: the checks allow 45 deg
+PREGRASP = (2 * D.TILE_HALF[0] + 0.016) / 0.088  # gripper command: 1.6 cm wider than a tile (0.088 fully open)
+TILTS = (0.0, math.radians(25.0))  # top-down, else leaning away from the robot (solve_equation's far mats)
+
+
+def grasp_pose(tcp: np.ndarray, yaw: float, tilt: float, tcp_offset: float) -> np.ndarray:
+    """ee pose putting the grasp centre at `tcp`, fingers closing along the horizontal direction `yaw`, the approach
+    straight down leaned by `tilt` (rad) about the finger axis toward +y (away from the robot)."""
+    fingers = np.array([math.cos(yaw), math.sin(yaw), 0.0])
+    lean = np.cross(fingers, [0.0, 0.0, 1.0])
+    lean *= 1.0 if lean[1] >= 0 else -1.0
+    approach = -math.cos(tilt) * np.array([0.0, 0.0, 1.0]) + math.sin(tilt) * lean
+    r = np.column_stack([approach, fingers, np.cross(approach, fingers)])
+    return np.concatenate([np.asarray(tcp, dtype=float) - tcp_offset * approach, matrix_to_quat(r)])
+
+
+def _place_tiles_by_arm(env: TwinEnv, moves: list[tuple[str, np.ndarray]]) -> JointScript:
+    """Carry each (tile, mat xy) with an arm: a top-down grasp square to the tile's edges (one of its four grasp
+    yaws), the tile turned to within 0.5 rad of yaw 0 on the way (the wrist's reachable yaws decide how far), set
+    down on the mat; a mat out of reach gets the tile through a free hand-over site on the centre line and the other
+    arm. Each arm goes home after each carry. Test-only: it reads true poses; it plans with IK before it moves and
+    raises AssertionError when no plan reaches."""
+    script = JointScript(env)
+    truth = env.truth(0)
+    mat_top = TOP + 2 * D.MAT_HALF[2]
+    h = D.TILE_HALF[2]
+    lift = np.array([0.0, 0.0, 0.06])
+
+    def solve(arm: str, tcp: np.ndarray, yaw: float, tilt: float) -> np.ndarray | None:
+        sol = script.ik.solve(arm, grasp_pose(tcp, yaw, tilt, script.tcp_offset), script.q[arm])
+        return sol.q if sol.success else None
+
+    def plan(label: str, arm: str, xy: Any, surface: float,
+             start: tuple[float, float, float, float] | None = None) -> list[tuple[np.ndarray, float, float, float]] | None:
+        """Grasp and place poses the arm reaches, for the tile where it is (or at `start`: x, y, z, yaw)."""
+        if start is None:
+            pose = truth.object_poses()[label]
+            start = (float(pose[0]), float(pose[1]), float(pose[2]), math.radians(yaw_of(pose[3:])))
+        pose, tile_yaw = np.array(start[:3]), start[3]
+        for tilt in TILTS:  # the same tilt at both ends: the tile stays flat in the fingers
+            rise = 0.015 * math.sin(tilt)  # a leaning pad's corner dips this much lower
+            grasp = np.array([pose[0], pose[1], pose[2] - h + PAD_CLEAR + rise])
+            place = np.array([xy[0], xy[1], surface + PAD_CLEAR + rise + 0.004])
+            for turn in TURNS:
+                for k in range(4):
+                    g = tile_yaw + k * math.pi / 2
+                    legs = [(grasp, g, tilt, CLOSED), (place, g - tile_yaw + turn, tilt, OPEN)]
+                    if all(solve(arm, tcp + d, yaw, t) is not None for tcp, yaw, t, _ in legs for d in (lift, 0 * lift)):
+                        return legs
+        return None
+
+    def carry(arm: str, legs: list[tuple[np.ndarray, float, float, float]]) -> None:
+        for tcp, yaw, tilt, grip in legs:
+            above = solve(arm, tcp + lift, yaw, tilt)
+            assert above is not None
+            script.move_joints(arm, above)
+            if grip == CLOSED:  # open just wider than the tile: neighbours lie 5 mm apart in solve_equation
+                script.grip(arm, PREGRASP, actions=4)
+            q = solve(arm, tcp, yaw, tilt)
+            assert q is not None
+            script.move_joints(arm, q, settle=12)  # the joint PD lags a descent by ~1.5 cm: let it arrive
+            script.grip(arm, grip)
+            script.move_joints(arm, above, settle=0)
+        script.home(arm)
+
+    def free(xy: tuple[float, float], label: str) -> bool:
+        """Nothing but `label` within 7 cm (xy) of a hand-over site."""
+        return all(math.hypot(p[0] - xy[0], p[1] - xy[1]) > 0.07 for lb, p in truth.object_poses().items() if lb != label)
+
+    for label, xy in moves:
+        own = "left" if truth.object_poses()[label][0] < 0 else "right"
+        other = "right" if own == "left" else "left"
+        done = False
+        for arm in (own, other):
+            legs = plan(label, arm, xy, mat_top)
+            if legs is not None:
+                carry(arm, legs)
+                done = True
+                break
+        if done:
+            continue
+        for relay in (r for r in RELAYS if free(r, label)):
+            first = plan(label, own, relay, TOP)
+            if first is None:
+                continue
+            (_, g, _, _), (place, p, _, _) = first
+            start = (float(place[0]), float(place[1]), TOP + h, math.radians(yaw_of(truth.object_poses()[label][3:])) + p - g)
+            second = plan(label, other, xy, mat_top, start)
+            if second is None:
+                continue
+            carry(own, first)
+            carry(other, plan(label, other, xy, mat_top) or second)
+            break
+        else:
+            raise AssertionError(f"{label}: no arm reaches {xy}, directly or through a hand-over site")
+    return script
+
+
+ARM_LAYOUTS = range(6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", TASKS)
+def test_the_arms_complete_each_task_on_six_layouts(task: str) -> None:
+    """The station's arms carry the tiles (every digit onto its mat, largest on mat_0; the answer onto the empty
+    mat), handing over where one arm cannot reach, and go home: every episode succeeds with score 1 within the step
+    limit - the tiles can be grasped among their neighbours, turned and set down on the mats."""
+    spec = get_task(task)
+    steps = []
+    with TwinEnv() as env:
+        for lid in ARM_LAYOUTS:
+            env.reset(task, seed=0, layout_id=lid)
+            truth = env.truth(0)
+            poses = truth.object_poses()
+            if task == "solve_equation":
+                mat, (answer, *_) = find_missing(truth.layout)
+                moves = [(answer, poses[mat][:2])]
+            else:
+                moves = [(lb, poses[f"mat_{k}"][:2]) for k, (lb, _) in enumerate(arrange_order(truth.layout))]
+            try:
+                _place_tiles_by_arm(env, moves)
+            except EpisodeEnded:
+                pass
+            out = truth.outcome()
+            assert out.success and out.score == 1.0, (lid, out)
+            steps.append(out.steps)
+    print(f"{task} by arm: steps {steps} of {spec.step_lim}")

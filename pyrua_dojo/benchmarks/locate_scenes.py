@@ -130,17 +130,24 @@ def _grasp(env: TwinEnv, robo: Robo, label: str, lift: float) -> str:
     arm = "left" if xy[0] < 0 else "right"
     w, x, y, z = env.truth(0).object_poses()[label][3:]
     yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))  # the block's heading: close on its faces
+    robo.open(arm)  # the fingers may start closed: they would land on the block's top
     robo.move_to(arm, [xy[0], xy[1], top + 0.06], yaw=yaw, path="joint")
     robo.move_to(arm, [xy[0], xy[1], top - h + 0.005], yaw=yaw)
     robo.close(arm)
-    robo.move_to(arm, [xy[0], xy[1], top + lift])
+    for dz, path in ((lift, "line"), (0.08, "line"), (0.05, "line"), (0.05, "joint")):  # as high as it reaches
+        if robo.move_to(arm, [xy[0], xy[1], top + dz], path=path).reached:
+            break
     return arm
 
 
 def scenario_held(env: TwinEnv, robo: Robo, rng: np.random.Generator) -> str:
-    """A block grasped and lifted 12 cm; the other arm's wrist camera looks at it."""
+    """A block grasped and lifted 12 cm (less where the arm does not reach that high); the other arm's wrist camera
+    looks at it. "" when the grasp failed (the block not lifted: not this scenario)."""
     label = "block_0"
+    bottom = true_top(env, label)[1] - 2 * env.truth(0).scene.objects[label].spec.half_extents[2]
     arm = _grasp(env, robo, label, 0.12)
+    if true_top(env, label)[1] - 2 * env.truth(0).scene.objects[label].spec.half_extents[2] < bottom + 0.03:
+        return ""
     other = "right" if arm == "left" else "left"
     _look(robo, env, label, other)
     return label
@@ -215,34 +222,39 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
 }
 
 
-def pickup_layouts(station: Station, seed: int, count: int, categories: tuple[str, ...]) -> list[int]:
-    """general_pickup layout ids of `seed` whose target is of one of the categories (first `count`)."""
+def pickup_layouts(station: Station, seed: int, count: int, categories: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(seed, layout id) of general_pickup layouts whose target is of one of the categories: the first `count`,
+    going on to the next seeds (up to 4 more) when one has too few (a seed holds about one cup)."""
     task = get_task("general_pickup")
-    out = []
-    for lid in range(task.eval_nums):
-        target = next(o for o in task.layout(station, seed, lid).objects if o.label == "target")
-        if target.spec.category in categories:
-            out.append(lid)
-        if len(out) >= count:
-            break
+    out: list[tuple[int, int]] = []
+    for s in range(seed, seed + 5):
+        for lid in range(task.eval_nums):
+            target = next(o for o in task.layout(station, s, lid).objects if o.label == "target")
+            if target.spec.category in categories:
+                out.append((s, lid))
+            if len(out) >= count:
+                return out
     return out
 
 
 def shots(env: TwinEnv, station: Station, scenario: str, seed: int, count: int) -> Iterator[Shot]:
-    """`count` shots of a scenario on layouts of `seed` (unstable layouts skipped)."""
+    """`count` shots of a scenario on layouts of `seed` (unstable layouts and scenes that could not be built are
+    skipped; general_pickup scenes go on to the next seeds for their targets)."""
     task, build = SCENARIOS[scenario]
     if task == "general_pickup":
         ids = pickup_layouts(station, seed, count, ("cup",) if scenario.startswith("cup") else ROUND)
     else:
-        ids = list(range(count))
-    for lid in ids:
+        ids = [(seed, lid) for lid in range(count)]
+    for s, lid in ids:
         try:
-            env.reset(task, seed, lid)
+            env.reset(task, s, lid)
         except UnstableLayoutError:
             continue
         robo = _robo(env, station)
-        rng = np.random.default_rng([seed, lid, len(scenario)])
+        rng = np.random.default_rng([s, lid, len(scenario)])
         label = build(env, robo, rng)
+        if not label:
+            continue  # the scene could not be built on this layout
         poses = env.truth(0).object_poses()
         on_table = {k: o for k, o in env.truth(0).scene.objects.items() if abs(poses[k][0]) < 1.0}
         text = unique_prompt(label, on_table)

@@ -29,7 +29,7 @@ import cv2
 import numpy as np
 
 from primitives import rle
-from primitives.segmentation import (
+from primitives.segmentation_contract import (
     HEALTH_PATH,
     IMAGE_FORMATS,
     MASK_FORMATS,

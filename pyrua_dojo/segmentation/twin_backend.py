@@ -29,7 +29,7 @@ from typing import Protocol, runtime_checkable
 import cv2
 import numpy as np
 
-from primitives.segmentation import image_sha256
+from primitives.segmentation_contract import image_sha256
 from pyrua_dojo.segmentation.backend import BackendInfo, Detection, ExemplarBoxPx, SegmentationRequestError
 
 __all__ = [

@@ -533,8 +533,9 @@ class TwinEnv:
         h, w = hw
         frame = np.array([[0, 0], [w, 0], [w, h], [0, h]], dtype=np.float32)
         out: list[float] = []
+        poses = self._object_poses(slot)  # fixtures have no free joint: their pose is their body's
         for obj in sc.objects.values():
-            pose = d.qpos[obj.qpos : obj.qpos + 7]
+            pose = poses[obj.label]
             corners = obj.spec.bbox_vertices @ quat_to_matrix(pose[3:]).T + pose[:3]
             local = (corners - pos) @ rot  # MuJoCo camera axes: x right, y up, looking along -z
             depth = -local[:, 2]

@@ -2,7 +2,7 @@
 
 When segmentation is on, every `get_obs` also renders MuJoCo's segmentation for each camera; the env turns geom ids
 into object instances and stores, keyed by the sha256 of the colour image (its C-ordered uint8 bytes, as
-`primitives.segmentation.image_sha256` computes it), a compact instance-id image plus each visible object's
+`primitives.segmentation_contract.image_sha256` computes it), a compact instance-id image plus each visible object's
 description words. `lookup` rebuilds per-object boolean masks on demand, so a bounded LRU of a few dozen images
 costs about 0.3 MB each. One oracle per env; nothing global.
 
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 # The key the segmentation client and servers use; one definition, so the twin's oracle and the client agree.
-from primitives.segmentation import image_sha256
+from primitives.segmentation_contract import image_sha256
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyrua_dojo.segmentation.twin_backend import ObjectMask
