@@ -3,6 +3,7 @@ captures."""
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -52,3 +53,27 @@ def encode_image(
     if not ok:
         raise ValueError("OpenCV could not encode the image")
     return buf.tobytes(), ("image/jpeg" if fmt == "jpeg" else "image/png"), w, h
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) of PNG or JPEG bytes, read from their headers; None when neither header is found (or a JPEG's
+    frame header is missing)."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        w, h = struct.unpack(">II", data[16:24])
+        return int(w), int(h)
+    if data[:2] == b"\xff\xd8":
+        i = 2
+        while i + 9 < len(data):
+            if data[i] != 0xFF:
+                i += 1
+                continue
+            marker = data[i + 1]
+            if marker in (0xC0, 0xC1, 0xC2, 0xC3):
+                h, w = struct.unpack(">HH", data[i + 5 : i + 9])
+                return int(w), int(h)
+            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+                i += 2
+                continue
+            seg = struct.unpack(">H", data[i + 2 : i + 4])[0]
+            i += 2 + seg
+    return None

@@ -34,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from pyrua_dojo.files import create_once, write_atomic
+from pyrua_dojo.images import image_size
 
 __all__ = [
     "ANSWER_TIMEOUT_S",
@@ -53,23 +54,6 @@ _POLL_S = 0.1
 
 def _now() -> float:
     return time.time()
-
-
-def _image_size(data: bytes) -> tuple[int, int] | None:
-    """(width, height) of PNG or JPEG bytes, from their headers."""
-    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
-        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
-    if data[:2] == b"\xff\xd8":
-        i = 2
-        while i + 9 < len(data):
-            if data[i] != 0xFF:
-                i += 1
-                continue
-            marker = data[i + 1]
-            if marker in (0xC0, 0xC1, 0xC2):
-                return int.from_bytes(data[i + 7:i + 9], "big"), int.from_bytes(data[i + 5:i + 7], "big")
-            i += 2 + int.from_bytes(data[i + 2:i + 4], "big")
-    return None
 
 
 def decode_data_url(url: str) -> tuple[str, bytes] | None:
@@ -94,7 +78,7 @@ def estimate_tokens(messages: Any, tools: Any = None) -> int:
             if x.get("type") == "image_url":
                 url = (x.get("image_url") or {}).get("url", "")
                 decoded = decode_data_url(url) if isinstance(url, str) else None
-                size = _image_size(decoded[1]) if decoded else None
+                size = image_size(decoded[1]) if decoded else None
                 if size is None:
                     tokens += 85
                 else:

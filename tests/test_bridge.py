@@ -48,16 +48,22 @@ def test_chunks_and_observations_alternate():
     assert bridge.hold_chunks_sent == 1
 
 
-def test_retried_infer_does_not_advance_the_agent():
-    bridge = StepBridge(CancelToken(), obs(0))
-    got = []
+def _two_chunk_agent(bridge: StepBridge) -> list:
+    """Start an agent thread that hands `bridge` the chunks act(1) then act(2); the list gets what each exchange
+    returned."""
+    got: list = []
 
     def agent():
         got.append(bridge.exchange([act(1)]))
         got.append(bridge.exchange([act(2)]))
 
-    t = threading.Thread(target=agent, daemon=True)
-    t.start()
+    threading.Thread(target=agent, daemon=True).start()
+    return got
+
+
+def test_retried_infer_does_not_advance_the_agent():
+    bridge = StepBridge(CancelToken(), obs(0))
+    got = _two_chunk_agent(bridge)
     first = bridge.on_infer(obs(0))
     again = bridge.on_infer(obs(0))  # the client re-sent the same INFER after a reconnect
     assert again[0]["left_arm_joint_state"][0] == first[0]["left_arm_joint_state"][0] == 1
@@ -67,19 +73,25 @@ def test_retried_infer_does_not_advance_the_agent():
     assert len(got) == 1
 
 
-def test_end_wakes_a_waiting_agent_with_episode_finished():
-    cancel = CancelToken()
-    bridge = StepBridge(cancel, obs(0))
-    raised = []
+def _waiting_agent(bridge: StepBridge, stops: type[EpisodeFinished | CellInterrupted]) -> tuple[threading.Thread, list]:
+    """An agent thread that hands `bridge` one chunk and waits; the list gets the reason of the `stops` it meets."""
+    raised: list = []
 
     def agent():
         try:
             bridge.exchange([act(1)])
-        except EpisodeFinished as exc:
+        except stops as exc:
             raised.append(exc.reason)
 
     t = threading.Thread(target=agent)
     t.start()
+    return t, raised
+
+
+def test_end_wakes_a_waiting_agent_with_episode_finished():
+    cancel = CancelToken()
+    bridge = StepBridge(cancel, obs(0))
+    t, raised = _waiting_agent(bridge, EpisodeFinished)
     bridge.on_infer(obs(0))
     bridge.end("reset")
     t.join(2)
@@ -140,16 +152,7 @@ def test_robo_counts_the_chunk_the_episode_ended_during() -> None:
 def test_cancel_interrupts_a_waiting_exchange():
     cancel = CancelToken()
     bridge = StepBridge(cancel, obs(0))
-    raised = []
-
-    def agent():
-        try:
-            bridge.exchange([act(1)])
-        except CellInterrupted as exc:
-            raised.append(exc.reason)
-
-    t = threading.Thread(target=agent)
-    t.start()
+    t, raised = _waiting_agent(bridge, CellInterrupted)
     time.sleep(0.1)
     cancel.cancel(CellInterrupted("deadline"))
     t.join(2)
@@ -188,14 +191,7 @@ def test_fingerprint_skips_non_numeric_state_entries():
 
 def test_a_still_scene_without_request_numbers_replays_a_chunk_at_most_once():
     bridge = StepBridge(CancelToken(), obs(0))
-    got = []
-
-    def agent():
-        got.append(bridge.exchange([act(1)]))
-        got.append(bridge.exchange([act(2)]))
-
-    t = threading.Thread(target=agent, daemon=True)
-    t.start()
+    got = _two_chunk_agent(bridge)
     bridge.on_infer(obs(0))
     bridge.on_infer(obs(0))  # maybe a re-send: replayed, the agent waits
     assert got == []

@@ -6,28 +6,21 @@ build and pass the stability rule; the task cards and the twin's facts agree wit
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from calibration import load_station
 from pyrua_dojo.catalog import get_task as catalogue_task
-from pyrua_dojo.prompt import TaskCard
-from pyrua_dojo.twin import TwinEnv, UnstableLayoutError, get_task
+from pyrua_dojo.twin import get_task
 from pyrua_dojo.twin import objects_classify as parts
 from pyrua_dojo.twin.layouts import Layout
 from pyrua_dojo.twin.reward import (
-    RewardProgram,
     WorldState,
     is_A_bbox_cover_rect_region,
     is_all_A_z_lower_than_B_bbox_zmax,
     is_not_any_A_in_B,
 )
-from pyrua_dojo.twin.scene import TwinScene
 from pyrua_dojo.twin.tasks_classify import (
     BASKET_X,
     BASKET_Y,
@@ -38,54 +31,21 @@ from pyrua_dojo.twin.tasks_classify import (
     MOUSE_INDICES,
     category_labels,
 )
+from tests.support.twin_tasks import (
+    HOME,
+    STATION,
+    TOP,
+    eval_trivial_program,
+    state_of,
+    stated_facts,
+    step_until_end,
+    sweep_layouts,
+    twin_at,
+    yaw_q,
+)
+from tests.support.twin_tasks import run_program as run
 
-STATION = load_station()
-TOP = STATION.table.top_z
 NEW_TASKS = ("classify_objects", "classify_objects_by_language", "organize_table")
-HOME = {
-    "left": np.array([-0.301, -0.2098, 0.9215, 0.5, -0.5, 0.5, 0.5]),
-    "right": np.array([0.299, -0.2098, 0.9215, 0.5, -0.5, 0.5, 0.5]),
-}
-
-
-def yaw_q(deg: float) -> list[float]:
-    h = math.radians(deg) / 2
-    return [math.cos(h), 0.0, 0.0, math.sin(h)]
-
-
-def hold(env: TwinEnv) -> dict[str, Any]:
-    obs = env.get_obs()
-    return {
-        "left_arm_joint_state": obs["state"]["left_arm_joint_state"],
-        "left_ee_joint_state": [1.0],
-        "right_arm_joint_state": obs["state"]["right_arm_joint_state"],
-        "right_ee_joint_state": [1.0],
-    }
-
-
-def state_of(lay: Layout, poses: dict[str, Any], ee: dict[str, np.ndarray] | None = None,
-             grip: float = 1.0) -> WorldState:
-    """A constructed WorldState of `lay`'s objects: start poses from the layout, current poses overridden."""
-    initial = {o.label: np.array(o.pose, dtype=float) for o in lay.objects}
-    current = {k: v.copy() for k, v in initial.items()}
-    current.update({k: np.array(v, dtype=float) for k, v in poses.items()})
-    return WorldState(
-        objects=current,
-        initial_objects=initial,
-        bboxes={o.label: o.spec.bbox_vertices for o in lay.objects},
-        ee=ee or HOME,
-        origin_ee=HOME,
-        gripper_open={"left": grip, "right": grip},
-        points={o.label: o.spec.points for o in lay.objects},
-        static=frozenset(o.label for o in lay.objects if o.static),
-    )
-
-
-def run(task: str, lay: Layout, states: list[WorldState]) -> RewardProgram:
-    prog = RewardProgram(get_task(task).program(lay, states[0]))
-    for s in states:
-        prog.step(s)
-    return prog
 
 
 def basket_slots(lay: Layout, labels: tuple[str, ...], basket: str) -> dict[str, list[float]]:
@@ -157,15 +117,12 @@ def test_new_predicates_mirror_upstream() -> None:
 
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
-    spec, cat = get_task(task), catalogue_task(task)
-    assert (spec.step_lim, spec.eval_nums, spec.dimension, spec.needs_origin) == (
-        cat.step_limit, cat.episodes_per_seed, cat.dimension.value, cat.back_to_origin
-    )
+    twin, cat, card = stated_facts(task)
+    assert replace(twin, instruction="") == replace(cat, instruction="")
+    assert catalogue_task(task).matches(twin.instruction)  # the instruction names this layout's categories
+    assert (card.step_limit, card.back_to_origin, card.instruction) == (cat.step_limit, cat.back_to_origin, twin.instruction)
+    spec = get_task(task)
     lay = spec.layout(STATION, 0, 0)
-    assert cat.matches(lay.instruction)
-    card = TaskCard.for_task(task, lay.instruction)
-    assert card.step_limit == cat.step_limit and card.back_to_origin is cat.back_to_origin
-    assert card.instruction == lay.instruction
     assert spec.program(lay, state_of(lay, {})).queries == ()  # upstream registers no instant failure for these
 
 
@@ -219,22 +176,11 @@ def test_basket_layouts_follow_upstream(task: str, table: tuple, sizes: set[int]
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_fifty_layouts_build_and_pass_the_stability_rule(task: str) -> None:
     """50 layouts compile and settle: none is dropped as unstable, and nothing moves more than 1 cm."""
-    spec = get_task(task)
-    unstable = []
-    with TwinEnv() as env:
-        for k in range(50):
-            seed, lid = divmod(k, spec.eval_nums)
-            lay = spec.layout(STATION, seed, lid)
-            assert set(TwinScene(STATION, lay.objects).objects) == {o.label for o in lay.objects}
-            try:
-                env.reset(task, seed=seed, layout_id=lid)
-            except UnstableLayoutError:
-                unstable.append((seed, lid))
-                continue
-            start = {o.label: np.array(o.pose) for o in lay.objects}
-            for label, pose in env.truth(0).object_poses().items():
-                assert np.abs(pose[:3] - start[label][:3]).max() < 0.01, (task, seed, lid, label)
-    assert unstable == []
+    sweep = sweep_layouts(task)
+    assert sweep.unbuilt == ()
+    for seed, lid, label, d in sweep.drifts:
+        assert d < 0.01, (task, seed, lid, label)
+    assert sweep.unstable == ()
 
 
 # ------------------------------------------------------------------------------------------ classify_objects
@@ -242,18 +188,12 @@ def test_fifty_layouts_build_and_pass_the_stability_rule(task: str) -> None:
 
 @pytest.mark.parametrize("mapping", [(0, 1, 2), (2, 0, 1)])
 def test_classify_sorted_into_baskets_succeeds_with_any_mapping(mapping: tuple[int, int, int]) -> None:
-    with TwinEnv() as env:
-        env.reset("classify_objects", seed=0, layout_id=2)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("classify_objects", 2) as (env, truth, act):
         env.take_action(act)
         assert not truth.outcome().finished
         for label, pose in sorted_poses(truth.layout, mapping).items():
             truth.set_object_pose(label, pose)
-        for _ in range(3):
-            if env.is_episode_end():
-                break
-            env.take_action(act)
+        step_until_end(env, act, 3)
         out = truth.outcome()
         assert out.success and out.score == 1.0 and out.steps <= 4, out
 
@@ -295,16 +235,10 @@ def test_classify_near_misses_and_score_tiers() -> None:
 
 
 def test_by_language_sorted_as_told_succeeds() -> None:
-    with TwinEnv() as env:
-        env.reset("classify_objects_by_language", seed=0, layout_id=1)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("classify_objects_by_language", 1) as (env, truth, act):
         for label, pose in sorted_poses(truth.layout, (0, 1, 2)).items():
             truth.set_object_pose(label, pose)
-        for _ in range(3):
-            if env.is_episode_end():
-                break
-            env.take_action(act)
+        step_until_end(env, act, 3)
         out = truth.outcome()
         assert out.success and out.score == 1.0 and out.steps <= 3, out
 
@@ -374,16 +308,10 @@ def test_organize_layouts_follow_upstream() -> None:
 
 
 def test_organize_done_succeeds_once_everything_is_still() -> None:
-    with TwinEnv() as env:
-        env.reset("organize_table", seed=0, layout_id=3)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("organize_table", 3) as (env, truth, act):
         for label, pose in organized(truth.layout).items():
             truth.set_object_pose(label, pose)
-        for _ in range(12):
-            if env.is_episode_end():
-                break
-            env.take_action(act)
+        step_until_end(env, act, 12)
         out = truth.outcome()
         # Each item's stillness check first sees it moved (its baseline is the start pose), then still: the four
         # checks run in turn, so success comes on the fifth step at the earliest.
@@ -441,31 +369,12 @@ def test_organize_score_tiers_count_items_in_place() -> None:
 
 # ------------------------------------------------------------------------------------------------ end to end
 
-TRIVIAL_PROGRAM = """# a trivial program: look at the state, go home, finish
-# %% state
-s = robo.state()
-print(s)
-# %% home
-robo.home()
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_eval_runs_each_task_to_its_step_limit_and_books_a_failure(task: str, tmp_path) -> None:
-    from pyrua_dojo.evaluate.results import read_agent_record, read_result_file
-
-    program = tmp_path / "program.py"
-    program.write_text(TRIVIAL_PROGRAM)
-    out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "pyrua_dojo.cli", "eval", "--tasks", task, "--episodes", "1", "--program", str(program),
-           "--segmentation", "none", "--workers", "1", "--out", str(out)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "MUJOCO_GL": "egl"},
-                          check=False)
+    done = eval_trivial_program([task], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    (path,) = sorted((out / "RoboDojo" / task).glob("*/*/*/*/_result.json"))
-    result = read_result_file(path)
+    result, record = done.booked(task)
     assert [(e.layout_id, e.success, e.score) for e in result.episodes] == [(0, False, 0.0)]
-    record = read_agent_record(path.parent / "episodes" / "layout_0000")
     assert record is not None and record.step_limit == catalogue_task(task).step_limit and not record.success
     assert record.extra.get("failure") == "step limit"

@@ -9,9 +9,6 @@ layouts keep upstream's ranges and settle; the task cards and the twin's facts a
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,22 +16,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from calibration import load_station
 from calibration.transforms import matrix_to_quat, quat_multiply, quat_to_matrix
-from pyrua_dojo.catalog import get_task as catalogued
-from pyrua_dojo.prompt import TaskCard
 from pyrua_dojo.segmentation.twin_backend import normalize_words
-from pyrua_dojo.twin import TwinEnv, UnstableLayoutError, get_task
+from pyrua_dojo.twin import TwinEnv, get_task
 from pyrua_dojo.twin import objects_digits as D
 from pyrua_dojo.twin.layouts import Layout, box_polygon, polygons_intersect
 from pyrua_dojo.twin.reward import (
     Pred,
-    RewardProgram,
     WorldState,
     any_k_of,
     convex_hull,
 )
-from pyrua_dojo.twin.scene import TwinScene
 from pyrua_dojo.twin.scripted import (
     CLOSED,
     OPEN,
@@ -49,54 +41,23 @@ from pyrua_dojo.twin.tasks_digits import (
     equation_pairs,
     find_missing,
 )
+from tests.support.twin_tasks import (
+    HOME,
+    STATION,
+    TOP,
+    eval_trivial_program,
+    settle_layouts,
+    state_of,
+    stated_facts,
+    sweep_layouts,
+    twin_at,
+    yaw_of,
+    yaw_q,
+)
+from tests.support.twin_tasks import run_program as run
 
-STATION = load_station()
-TOP = STATION.table.top_z
 ARRANGE = ("arrange_largest_number", "arrange_largest_number_random")
 TASKS = (*ARRANGE, "solve_equation")
-HOME = {
-    "left": np.array([-0.301, -0.2098, 0.9215, 0.5, -0.5, 0.5, 0.5]),
-    "right": np.array([0.299, -0.2098, 0.9215, 0.5, -0.5, 0.5, 0.5]),
-}
-
-
-def yaw_q(deg: float) -> np.ndarray:
-    h = math.radians(deg) / 2
-    return np.array([math.cos(h), 0.0, 0.0, math.sin(h)])
-
-
-def yaw_of(q: Any) -> float:
-    r = quat_to_matrix(np.asarray(q, dtype=float))
-    return math.degrees(math.atan2(r[1, 0], r[0, 0]))
-
-
-def hold(env: TwinEnv) -> dict[str, Any]:
-    obs = env.get_obs()
-    return {
-        "left_arm_joint_state": obs["state"]["left_arm_joint_state"],
-        "left_ee_joint_state": [1.0],
-        "right_arm_joint_state": obs["state"]["right_arm_joint_state"],
-        "right_ee_joint_state": [1.0],
-    }
-
-
-def state_of(lay: Layout, poses: dict[str, Any], grip: float = 1.0) -> WorldState:
-    """A constructed WorldState of `lay`: start poses from the layout, `poses` overriding them."""
-    initial = {o.label: np.array(o.pose, dtype=float) for o in lay.objects}
-    current = {k: v.copy() for k, v in initial.items()}
-    current.update({k: np.array(v, dtype=float) for k, v in poses.items()})
-    return WorldState(
-        objects=current, initial_objects=initial, bboxes={o.label: o.spec.bbox_vertices for o in lay.objects},
-        ee=HOME, origin_ee=HOME, gripper_open={"left": grip, "right": grip},
-        points={o.label: o.spec.points for o in lay.objects},
-    )  # fmt: skip
-
-
-def run(task: str, lay: Layout, states: list[WorldState]) -> RewardProgram:
-    prog = RewardProgram(get_task(task).program(lay, states[0]))
-    for s in states:
-        prog.step(s)
-    return prog
 
 
 # --------------------------------------------------------------------------------------------- reward machinery
@@ -126,15 +87,11 @@ def test_any_k_of_holds_when_some_k_groups_hold_entirely() -> None:
 
 @pytest.mark.parametrize("task", TASKS)
 def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
-    spec, cat = get_task(task), catalogued(task)
-    assert (spec.step_lim, spec.eval_nums, spec.dimension, spec.needs_origin) == (
-        cat.step_limit, cat.episodes_per_seed, cat.dimension.value, cat.back_to_origin
-    )
+    twin, cat, card = stated_facts(task)
+    assert twin == cat
+    assert (card.step_limit, card.back_to_origin, card.instruction) == (cat.step_limit, cat.back_to_origin, twin.instruction)
+    spec = get_task(task)
     lay = spec.layout(STATION, 0, 0)
-    assert lay.instruction == cat.instruction
-    card = TaskCard.for_task(task, lay.instruction)
-    assert card.step_limit == cat.step_limit and card.back_to_origin is cat.back_to_origin
-    assert card.instruction == lay.instruction
     assert spec.has_score is (task != "solve_equation")  # upstream's solve_equation has no get_score
     assert spec.program(lay, state_of(lay, {})).queries == ()  # upstream registers no instant failure
 
@@ -177,34 +134,20 @@ def test_arrange_layouts_follow_upstream(task: str) -> None:
 
 @pytest.mark.parametrize("task", TASKS)
 def test_layouts_settle_and_nothing_is_done_at_the_start(task: str) -> None:
-    with TwinEnv() as env:
-        for lid in range(2):
-            env.reset(task, seed=0, layout_id=lid)
-            truth = env.truth(0)
-            assert not truth.outcome().unstable
-            start = {o.label: np.array(o.pose) for o in truth.layout.objects}
-            for label, pose in truth.object_poses().items():
-                assert np.abs(pose[:3] - start[label][:3]).max() < 0.01, (task, lid, label)
-            state = truth.world_state()
-            assert not all(p(state) for p in truth.program_spec.stages[0])
+    for layout in settle_layouts(task, range(2)):
+        assert not layout.unstable
+        for label, d in layout.drift.items():
+            assert d < 0.01, (task, layout.layout_id, label)
+        assert not layout.done_at_start
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS)
 def test_fifty_layouts_build_and_pass_the_stability_rule(task: str) -> None:
     """50 layouts (seeds 0 and 1 where a seed has 25) compile and settle: none is dropped as unstable."""
-    spec = get_task(task)
-    unstable = []
-    with TwinEnv() as env:
-        for k in range(50):
-            seed, lid = divmod(k, spec.eval_nums)
-            lay = spec.layout(STATION, seed, lid)
-            assert set(TwinScene(STATION, lay.objects).objects) == {o.label for o in lay.objects}
-            try:
-                env.reset(task, seed=seed, layout_id=lid)
-            except UnstableLayoutError:
-                unstable.append((seed, lid))
-    assert unstable == []
+    sweep = sweep_layouts(task)
+    assert sweep.unbuilt == ()
+    assert sweep.unstable == ()
 
 
 def test_segmentation_words_single_out_each_tile() -> None:
@@ -235,10 +178,7 @@ def on_mat(mat_pose: Any, yaw: float = 0.0, dx: float = 0.0, flip: str | None = 
 def test_arrange_by_truth_climbs_the_tiers_and_succeeds_at_that_step(task: str) -> None:
     """Tiles put on their mats one by one, largest first, each turned a little: the process score climbs one tier
     per tile (5, 15, 30 or 5, 15, 25, 40) and the last tile makes the episode succeed at that step, score 1."""
-    with TwinEnv() as env:
-        env.reset(task, seed=0, layout_id=1)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at(task, 1) as (env, truth, act):
         mats = {lb: p for lb, p in truth.object_poses().items() if lb.startswith("mat_")}
         order = arrange_order(truth.layout)
         gradient = {4: [5.0, 15.0, 30.0], 5: [5.0, 15.0, 25.0, 40.0]}[len(order)]
@@ -412,10 +352,7 @@ def _solve_layout_with(slot: int, several: bool) -> tuple[int, Layout]:
 
 def test_solve_equation_by_truth_succeeds_at_that_step() -> None:
     spec = get_task("solve_equation")
-    with TwinEnv() as env:
-        env.reset("solve_equation", seed=0, layout_id=0)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("solve_equation", 0) as (env, truth, act):
         mat, (answer, *_) = find_missing(truth.layout)
         env.take_action(act)
         assert not truth.outcome().finished
@@ -460,28 +397,12 @@ def test_solve_equation_any_answer_counts_and_each_check_is_any_of_them() -> Non
 
 # ------------------------------------------------------------------------------------------------ end to end
 
-PROGRAM = """# a trivial program: look at the state, go home
-# %% state
-print(robo.state())
-# %% home
-robo.home()
-"""
-
-
 @pytest.mark.slow
 def test_eval_runs_each_digit_task_to_its_step_limit_and_books_a_failure(tmp_path: Path) -> None:
-    from pyrua_dojo.evaluate.results import read_result_file
-
-    program = tmp_path / "program.py"
-    program.write_text(PROGRAM)
-    cmd = [sys.executable, "-m", "pyrua_dojo.cli", "eval", "--tasks", ",".join(TASKS), "--episodes", "1",
-           "--program", str(program), "--segmentation", "none", "--workers", "1", "--out", str(tmp_path / "out")]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=1800,
-                          env={**os.environ, "MUJOCO_GL": "egl", "COLUMNS": "120"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    done = eval_trivial_program(TASKS, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
     for task in TASKS:
-        (run_file,) = (tmp_path / "out" / "RoboDojo" / task).glob("*/*/*/*/_result.json")
-        result = read_result_file(run_file)
+        result, _ = done.booked(task)
         assert [(e.layout_id, e.success, e.score) for e in result.episodes] == [(0, False, 0.0)]
 
 

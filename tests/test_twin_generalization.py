@@ -15,13 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from calibration import load_station
 from calibration.transforms import quat_multiply, quat_to_matrix
 from pyrua_dojo.catalog import get_task as catalogued
-from pyrua_dojo.prompt import TaskCard
 from pyrua_dojo.twin import TwinEnv, get_task
 from pyrua_dojo.twin import objects_generalization as G
-from pyrua_dojo.twin.env import UnstableLayoutError
 from pyrua_dojo.twin.reward import (
     PreState,
     RewardProgram,
@@ -32,56 +29,29 @@ from pyrua_dojo.twin.reward import (
     is_functional_point_not_moved,
     is_labels_axis_difference_in_range,
 )
-from pyrua_dojo.twin.scene import TwinScene
 from pyrua_dojo.twin.tasks_generalization import (
     DOLL_PROHIBITED,
     GENERALIZATION_ROWS,
     dolls_largest_first,
 )
+from tests.support.twin_tasks import (
+    STATION,
+    TOP,
+    eval_trivial_program,
+    local_to_world,
+    run_spec,
+    settle_layouts,
+    stage_holds,
+    stated_facts,
+    sweep_layouts,
+    tilt_x,
+    twin_at,
+    with_pose,
+    yaw_of,
+)
+from tests.support.twin_tasks import yaw_q as yq
 
-STATION = load_station()
-TOP = STATION.table.top_z
 TASKS = [row[0] for row in GENERALIZATION_ROWS]
-
-
-def yq(deg: float) -> np.ndarray:
-    h = math.radians(deg) / 2
-    return np.array([math.cos(h), 0.0, 0.0, math.sin(h)])
-
-
-def yaw_of(q: Any) -> float:
-    r = quat_to_matrix(np.asarray(q, dtype=float))
-    return math.degrees(math.atan2(r[1, 0], r[0, 0]))
-
-
-def tilt_x(q: Any, deg: float) -> np.ndarray:
-    """q followed by a tilt of `deg` about world x."""
-    h = math.radians(deg) / 2
-    return np.asarray(quat_multiply((math.cos(h), math.sin(h), 0.0, 0.0), q))
-
-
-def local_to_world(pose: Any, p: Any) -> np.ndarray:
-    return quat_to_matrix(np.asarray(pose[3:], dtype=float)) @ np.asarray(p, dtype=float) + np.asarray(pose[:3])
-
-
-def hold_action(env: TwinEnv) -> dict[str, Any]:
-    obs = env.get_obs()
-    return {
-        "left_arm_joint_state": obs["state"]["left_arm_joint_state"],
-        "left_ee_joint_state": [1.0],
-        "right_arm_joint_state": obs["state"]["right_arm_joint_state"],
-        "right_ee_joint_state": [1.0],
-    }
-
-
-def stage_holds(spec: Any, state: WorldState) -> bool:
-    return all(p(state) for p in spec.stages[0])
-
-
-def with_pose(state: WorldState, label: str, pose: Any) -> WorldState:
-    objects = dict(state.objects)
-    objects[label] = np.asarray(pose, dtype=float)
-    return replace(state, objects=objects)
 
 
 def turned(pose: Any, deg: float) -> list[float]:
@@ -90,10 +60,7 @@ def turned(pose: Any, deg: float) -> list[float]:
 
 
 def score_tier(spec: Any, states: list[WorldState]) -> int:
-    prog = RewardProgram(spec)
-    for s in states:
-        prog.step(s)
-    return prog.status().score_reached
+    return run_spec(spec, states).status().score_reached
 
 
 # ------------------------------------------------------------------------------------------- facts and layouts
@@ -101,14 +68,9 @@ def score_tier(spec: Any, states: list[WorldState]) -> int:
 
 @pytest.mark.parametrize("task", TASKS)
 def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
-    spec, cat = get_task(task), catalogued(task)
-    assert (spec.step_lim, spec.eval_nums, spec.dimension, spec.needs_origin) == (
-        cat.step_limit, cat.episodes_per_seed, cat.dimension.value, cat.back_to_origin)
-    lay = spec.layout(STATION, 0, 0)
-    assert lay.instruction == cat.instruction
-    card = TaskCard.for_task(task, lay.instruction)
-    assert card.step_limit == cat.step_limit and card.back_to_origin is cat.back_to_origin
-    assert card.instruction == lay.instruction
+    twin, cat, card = stated_facts(task)
+    assert twin == cat
+    assert (card.step_limit, card.back_to_origin, card.instruction) == (cat.step_limit, cat.back_to_origin, twin.instruction)
 
 
 def _in(v: float, lim: Any) -> bool:
@@ -169,30 +131,20 @@ def test_layouts_keep_upstream_ranges_and_are_stable(task: str) -> None:
     assert a == b  # deterministic
     for lid in range(6):
         check_layout(task, spec.layout(STATION, 1, lid))
-    with TwinEnv() as env:
-        env.reset(task, seed=0, layout_id=1)
-        truth = env.truth()
-        assert not truth.outcome().unstable
-        assert not stage_holds(truth.program_spec, truth.world_state())  # nothing is done at the start
+    (layout,) = settle_layouts(task, [1])
+    assert not layout.unstable
+    assert not layout.done_at_start  # nothing is done at the start
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS)
 def test_fifty_layouts_build_and_are_stable(task: str) -> None:
     """50 layouts (seeds 0 and 1 where a seed has 25) keep the ranges, compile and settle: none is unstable."""
-    spec = get_task(task)
-    unstable = []
-    with TwinEnv() as env:
-        for k in range(50):
-            seed, lid = divmod(k, spec.eval_nums)
-            lay = spec.layout(STATION, seed, lid)
-            check_layout(task, lay)
-            assert set(TwinScene(STATION, lay.objects).objects) == {o.label for o in lay.objects}
-            try:
-                env.reset(task, seed=seed, layout_id=lid)
-            except UnstableLayoutError:
-                unstable.append((seed, lid))
-    assert unstable == []
+    sweep = sweep_layouts(task)
+    for _, _, lay in sweep.layouts:
+        check_layout(task, lay)
+    assert sweep.unbuilt == ()
+    assert sweep.unstable == ()
 
 
 # -------------------------------------------------------------------------------------- pack_objects_into_box
@@ -223,10 +175,7 @@ def _pack_targets(box: np.ndarray) -> dict[str, list[float]]:
 
 @pytest.mark.parametrize("task", ["pack_objects_into_box", "pack_objects_into_box_random"])
 def test_pack_objects_into_box_by_truth(task: str) -> None:
-    with TwinEnv() as env:
-        env.reset(task, seed=0, layout_id=2)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at(task, 2) as (env, truth, hold):
         box = truth.object_poses()["box"]
         targets = _pack_targets(box)
         for label in ("car", "electric_toothbrush", "hammer"):
@@ -306,10 +255,7 @@ def _tilt(pose: Any) -> float:
 
 @pytest.mark.parametrize("task", ["hang_mugs", "hang_mugs_random"])
 def test_hang_mugs_by_truth(task: str) -> None:
-    with TwinEnv() as env:
-        env.reset(task, seed=0, layout_id=1)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at(task, 1) as (env, truth, hold):
         state = truth.world_state()
         rack = np.asarray(state.objects["cup_holder"])
         hooks = functional_points(state, "cup_holder", "handle_support_point")
@@ -413,10 +359,7 @@ def _row(truth: Any, order: tuple[str, ...], xs: tuple[float, ...], y: float = -
 
 @pytest.mark.parametrize("task", ["sort_nesting_dolls_by_size", "sort_nesting_dolls_by_size_random"])
 def test_sort_nesting_dolls_largest_on_the_left_by_truth(task: str) -> None:
-    with TwinEnv() as env:
-        env.reset(task, seed=0, layout_id=4)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at(task, 4) as (env, truth, hold):
         order = dolls_largest_first(truth.layout)
         radii = [truth.scene.objects[d].spec.half_extents[0] for d in order]
         assert radii == sorted(radii, reverse=True) and len(set(radii)) == 5
@@ -466,34 +409,12 @@ def test_row_predicates() -> None:
 
 # ------------------------------------------------------------------------------------------------- end to end
 
-TRIVIAL_PROGRAM = """# a trivial program: look at the state, go home, finish
-# %% state
-s = robo.state()
-print(s)
-# %% home
-robo.home()
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS)
 def test_eval_runs_each_task_to_its_step_limit_and_books_a_failure(task: str, tmp_path: Any) -> None:
-    import os
-    import subprocess
-    import sys
-
-    from pyrua_dojo.evaluate.results import read_agent_record, read_result_file
-
-    program = tmp_path / "program.py"
-    program.write_text(TRIVIAL_PROGRAM)
-    out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "pyrua_dojo.cli", "eval", "--tasks", task, "--episodes", "1", "--program", str(program),
-           "--segmentation", "none", "--workers", "1", "--out", str(out)]
-    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=900, env={**os.environ, "MUJOCO_GL": "egl"})
+    done = eval_trivial_program([task], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    (path,) = sorted((out / "RoboDojo" / task).glob("*/*/*/*/_result.json"))
-    run = read_result_file(path)
+    run, record = done.booked(task)
     assert [(e.layout_id, e.success, e.score) for e in run.episodes] == [(0, False, 0.0)]
-    record = read_agent_record(path.parent / "episodes" / "layout_0000")
     assert record is not None and record.step_limit == catalogued(task).step_limit and not record.success
     assert record.extra.get("failure") == "step limit"  # the twin held the episode to its step limit

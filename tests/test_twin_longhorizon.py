@@ -7,69 +7,47 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 import pytest
 
-from calibration import load_station
 from calibration.transforms import quat_multiply, quat_to_matrix
-from pyrua_dojo.catalog import get_task as catalogue_task
 from pyrua_dojo.judging_cards import judging_text
-from pyrua_dojo.prompt import TaskCard
-from pyrua_dojo.twin import TwinEnv, UnstableLayoutError, get_task
+from pyrua_dojo.twin import TwinEnv, get_task
 from pyrua_dojo.twin import objects_longhorizon as parts
 from pyrua_dojo.twin.reward import (
-    RewardProgram,
     WorldState,
     is_A_on_B_bottom,
     is_A_xy_close_to_B_support_point,
 )
-from pyrua_dojo.twin.scene import TwinScene
 from pyrua_dojo.twin.tasks_longhorizon import (
     PENS,
     RING_GROUPS,
     _pen_in,
     _pen_score_item,
 )
+from tests.support.twin_tasks import (
+    STATION,
+    TOP,
+    eval_trivial_program,
+    hold,
+    run_spec,
+    settle_layouts,
+    stage_holds,
+    stated_facts,
+    sweep_layouts,
+    twin_at,
+    with_pose,
+    yaw_of,
+)
 
-STATION = load_station()
-TOP = STATION.table.top_z
 NEW_TASKS = ("put_bottles_into_dustbin", "play_stacking_toy", "fill_pen_holder")
 ALONG_Y = (math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4))  # a lying bottle turned to point along y
 
 
-def yaw_of(q) -> float:
-    r = quat_to_matrix(np.asarray(q, dtype=float))
-    return math.degrees(math.atan2(r[1, 0], r[0, 0]))
-
-
-def hold(env: TwinEnv) -> dict[str, Any]:
-    obs = env.get_obs()
-    return {
-        "left_arm_joint_state": obs["state"]["left_arm_joint_state"],
-        "left_ee_joint_state": [1.0],
-        "right_arm_joint_state": obs["state"]["right_arm_joint_state"],
-        "right_ee_joint_state": [1.0],
-    }
-
-
-def stage_holds(spec, state: WorldState) -> bool:
-    return all(p(state) for p in spec.stages[0])
-
-
-def with_pose(state: WorldState, label: str, pose) -> WorldState:
-    objects = dict(state.objects)
-    objects[label] = np.asarray(pose, dtype=float)
-    return replace(state, objects=objects)
-
-
 def score_of(spec, states: list[WorldState], success: bool) -> float:
     """The process score a RewardProgram gives after stepping through `states` (one per step)."""
-    prog = RewardProgram(spec)
-    for s in states:
-        prog.step(s)
-    return prog.process_score(success)
+    return run_spec(spec, states).process_score(success)
 
 
 # ------------------------------------------------------------------------------------------- facts and layouts
@@ -77,14 +55,9 @@ def score_of(spec, states: list[WorldState], success: bool) -> float:
 
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
-    spec, cat = get_task(task), catalogue_task(task)
-    assert (spec.step_lim, spec.eval_nums, spec.dimension, spec.needs_origin, spec.has_score) == (
-        cat.step_limit, cat.episodes_per_seed, "Long-Horizon", cat.back_to_origin, True
-    )
-    lay = spec.layout(STATION, 0, 0)
-    assert lay.instruction == cat.instruction
-    card = TaskCard.for_task(task, lay.instruction)
-    assert card.step_limit == cat.step_limit and card.back_to_origin is cat.back_to_origin
+    twin, cat, card = stated_facts(task)
+    assert twin == cat and twin.dimension == "Long-Horizon" and get_task(task).has_score
+    assert (card.step_limit, card.back_to_origin, card.instruction) == (cat.step_limit, cat.back_to_origin, twin.instruction)
     assert "arms back at their start pose" in judging_text(task)
 
 
@@ -122,33 +95,23 @@ def test_bottles_layouts_follow_upstream_and_the_bin_stands_off_the_table() -> N
 
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_two_layouts_settle_where_they_were_placed(task: str) -> None:
-    with TwinEnv() as env:
-        for lid in range(2):
-            env.reset(task, seed=0, layout_id=lid)
-            truth = env.truth(0)
-            assert not truth.outcome().unstable
-            start = {o.label: np.array(o.pose) for o in truth.layout.objects}
-            for label, pose in truth.object_poses().items():
-                assert np.abs(pose[:3] - start[label][:3]).max() < 0.005, (task, lid, label)
-            assert not stage_holds(truth.program_spec, truth.world_state())  # nothing is done at the start
+    for layout in settle_layouts(task, range(2)):
+        assert not layout.unstable
+        for label, d in layout.drift.items():
+            assert d < 0.005, (task, layout.layout_id, label)
+        assert not layout.done_at_start  # nothing is done at the start
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_fifty_layouts_build_and_pass_the_stability_rule(task: str) -> None:
-    spec = get_task(task)
-    unstable = []
-    with TwinEnv() as env:
-        for lid in range(50):
-            lay = spec.layout(STATION, 0, lid)
-            {"put_bottles_into_dustbin": check_bottles_layout, "play_stacking_toy": check_stacking_layout,
-             "fill_pen_holder": check_pen_layout}[task](lay)
-            assert set(TwinScene(STATION, lay.objects).objects) == {o.label for o in lay.objects}
-            try:
-                env.reset(task, seed=0, layout_id=lid)
-            except UnstableLayoutError:
-                unstable.append(lid)
-    assert unstable == []
+    sweep = sweep_layouts(task, one_seed=True)
+    check = {"put_bottles_into_dustbin": check_bottles_layout, "play_stacking_toy": check_stacking_layout,
+             "fill_pen_holder": check_pen_layout}[task]
+    for _, _, lay in sweep.layouts:
+        check(lay)
+    assert sweep.unbuilt == ()
+    assert sweep.unstable == ()
 
 
 # ------------------------------------------------------------------------------------ put_bottles_into_dustbin
@@ -189,10 +152,7 @@ def _bottles_in_bin(env: TwinEnv, count: int) -> int | None:
 
 
 def test_a_bottle_dropped_beyond_the_table_end_falls_into_the_bin() -> None:
-    with TwinEnv() as env:
-        env.reset("put_bottles_into_dustbin", seed=0, layout_id=0)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("put_bottles_into_dustbin", 0) as (env, truth, act):
         truth.set_object_pose("bottle0", [-0.77, -0.1, parts.DUSTBIN_POSE[2] * 2 + 0.04, *ALONG_Y])  # above the rim
         for _ in range(40):
             env.take_action(act)
@@ -496,33 +456,11 @@ def test_pen_score_ladder_keeps_upstreams_ninety_and_wants_the_tip_frame_up() ->
 
 # -------------------------------------------------------------------------------------------------- end to end
 
-PROGRAM = """# a trivial program: look at the state, go home
-# %% state
-print(robo.state())
-# %% home
-robo.home()
-"""
-
-
 @pytest.mark.slow
 def test_eval_runs_each_task_end_to_end_and_books_it_failed(tmp_path) -> None:
-    import json
-    import os
-    import subprocess
-    import sys
-
-    from pyrua_dojo.evaluate.results import read_result_file
-
-    program = tmp_path / "program.py"
-    program.write_text(PROGRAM)
-    cmd = [sys.executable, "-m", "pyrua_dojo.cli", "eval", "--tasks", ",".join(NEW_TASKS), "--episodes", "1",
-           "--program", str(program), "--segmentation", "none", "--workers", "1", "--out", str(tmp_path / "out")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, check=False,
-                          env={**os.environ, "MUJOCO_GL": "egl", "COLUMNS": "120"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    done = eval_trivial_program(NEW_TASKS, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
     for task in NEW_TASKS:
-        (run_file,) = (tmp_path / "out" / "RoboDojo" / task).glob("*/*/*/*/_result.json")
-        run = read_result_file(run_file)
+        run, record = done.booked(task)
         assert [(e.layout_id, e.success, e.score) for e in run.episodes] == [(0, False, 0.0)]
-        (episode,) = run_file.parent.glob("episodes/layout_0000/result.json")
-        assert json.loads(episode.read_text())["failure"] == "step limit"
+        assert record is not None and record.extra.get("failure") == "step limit"

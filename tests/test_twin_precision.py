@@ -14,73 +14,30 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from calibration import load_station
 from calibration.transforms import quat_multiply, quat_to_matrix
-from pyrua_dojo.catalog import get_task as catalogued
-from pyrua_dojo.twin import TwinEnv, get_task
-from pyrua_dojo.twin.env import UnstableLayoutError
+from pyrua_dojo.twin import get_task
 from pyrua_dojo.twin import objects_precision as P
-from pyrua_dojo.twin.reward import WorldState, quat_distance_deg
-from pyrua_dojo.twin.scene import TwinScene
+from pyrua_dojo.twin.reward import quat_distance_deg
 from pyrua_dojo.twin.tasks_precision import PRECISION_TASKS
+from tests.support.twin_tasks import (
+    STATION,
+    TOP,
+    local_to_world,
+    settle,
+    settle_layouts,
+    snapshot,
+    stage_holds,
+    stated_facts,
+    sweep_layouts,
+    tilt_x,
+    twin_at,
+    with_pose,
+    yaw_of,
+    yaw_q,
+)
 
-STATION = load_station()
-TOP = STATION.table.top_z
 PRECISION = [row[0] for row in PRECISION_TASKS]
 X90 = (math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0)
-
-
-def yaw_of(q) -> float:
-    r = quat_to_matrix(np.asarray(q, dtype=float))
-    return math.atan2(r[1, 0], r[0, 0])
-
-
-def yq(angle: float) -> np.ndarray:
-    return np.array([math.cos(angle / 2), 0.0, 0.0, math.sin(angle / 2)])
-
-
-def tilt(q, deg: float) -> np.ndarray:
-    """q followed by a tilt of `deg` about world x."""
-    h = math.radians(deg) / 2
-    return np.asarray(quat_multiply((math.cos(h), math.sin(h), 0.0, 0.0), q))
-
-
-def local_to_world(pose, p) -> np.ndarray:
-    return quat_to_matrix(np.asarray(pose[3:], dtype=float)) @ np.asarray(p, dtype=float) + np.asarray(pose[:3])
-
-
-def hold_action(env: TwinEnv) -> dict:
-    obs = env.get_obs()
-    return {
-        "left_arm_joint_state": obs["state"]["left_arm_joint_state"],
-        "left_ee_joint_state": [1.0],
-        "right_arm_joint_state": obs["state"]["right_arm_joint_state"],
-        "right_ee_joint_state": [1.0],
-    }
-
-
-def stage_holds(spec, state: WorldState) -> bool:
-    """Whether the success stage of a ProgramSpec holds in `state`."""
-    return all(p(state) for p in spec.stages[0])
-
-
-def with_pose(state: WorldState, label: str, pose) -> WorldState:
-    objects = dict(state.objects)
-    objects[label] = np.asarray(pose, dtype=float)
-    return replace(state, objects=objects)
-
-
-def settle(env: TwinEnv, hold: dict, steps: int, done) -> int | None:
-    """Hold still for up to `steps` actions; the first step (1-based count of the episode) at which `done(truth)`
-    holds, or None. Stops early when the episode ends."""
-    truth = env.truth()
-    for _ in range(steps):
-        if env.is_episode_end():
-            break
-        env.take_action(hold)
-        if done(truth):
-            return truth.outcome().steps
-    return None
 
 
 # ------------------------------------------------------------------------------------------------ task table
@@ -88,10 +45,8 @@ def settle(env: TwinEnv, hold: dict, steps: int, done) -> int | None:
 
 def test_precision_tasks_take_the_catalogue_facts() -> None:
     for name in PRECISION:
-        spec, cat = get_task(name), catalogued(name)
-        assert (spec.step_lim, spec.eval_nums, spec.dimension, spec.needs_origin) == (
-            cat.step_limit, cat.episodes_per_seed, "Precision", cat.back_to_origin)
-        assert spec.layout(STATION, 0, 0).instruction == cat.instruction
+        twin, cat, _ = stated_facts(name)
+        assert twin == cat and twin.dimension == "Precision"
     assert get_task("plug_in_charger").step_lim == 400 and not get_task("insert_key").needs_origin
 
 
@@ -126,7 +81,7 @@ def check_layout(task: str, lay) -> None:
             continue
         xlim, ylim, deg = RANGES[task][key]
         assert _in(obj.pose[0], xlim) and _in(obj.pose[1], ylim), (obj.label, obj.pose)
-        assert abs(math.degrees(yaw_of(obj.pose[3:]))) <= deg + 1e-6, obj.label
+        assert abs(yaw_of(obj.pose[3:])) <= deg + 1e-6, obj.label
 
 
 @pytest.mark.parametrize("task", PRECISION)
@@ -136,29 +91,19 @@ def test_layouts_keep_upstream_ranges_and_are_stable(task: str) -> None:
     assert a == b and spec.layout(STATION, 1, 3) != a
     for lid in range(3):
         check_layout(task, spec.layout(STATION, 0, lid))
-    with TwinEnv() as env:
-        for lid in range(2):
-            env.reset(task, seed=0, layout_id=lid)
-            truth = env.truth()
-            assert not truth.outcome().unstable
-            assert not stage_holds(truth.program_spec, truth.world_state())  # nothing is done at the start
+    for layout in settle_layouts(task, range(2)):
+        assert not layout.unstable
+        assert not layout.done_at_start  # nothing is done at the start
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task", PRECISION)
 def test_fifty_layouts_build_and_are_stable(task: str) -> None:
-    spec = get_task(task)
-    with TwinEnv() as env:
-        unstable = []
-        for lid in range(50):
-            lay = spec.layout(STATION, 0, lid)
-            check_layout(task, lay)
-            TwinScene(STATION, lay.objects)
-            try:
-                env.reset(task, seed=0, layout_id=lid)
-            except UnstableLayoutError:
-                unstable.append(lid)
-        assert unstable == []
+    sweep = sweep_layouts(task, one_seed=True)
+    for _, _, lay in sweep.layouts:
+        check_layout(task, lay)
+    assert sweep.unbuilt == ()
+    assert sweep.unstable == ()
 
 
 def test_fasten_screws_layout_details() -> None:
@@ -185,10 +130,7 @@ def test_fasten_screws_layout_details() -> None:
 
 @pytest.mark.slow
 def test_fasten_screws_by_truth() -> None:
-    with TwinEnv() as env:
-        env.reset("fasten_screws", seed=0, layout_id=1)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("fasten_screws", 1) as (env, truth, hold):
         poses = truth.object_poses()
         head = P.BOLT_HEAD[1]
 
@@ -208,15 +150,13 @@ def test_fasten_screws_by_truth() -> None:
                 assert settle(env, hold, 12, lambda t: False) is None
                 assert not env.is_episode_end()
         step = settle(env, hold, 30, seated(2))
-        out = truth.outcome()
+        out, final, spec = snapshot(truth)
         assert step is not None and out.success and out.score == 1.0 and out.steps == step
-        final = truth.world_state()
-        spec = truth.program_spec
 
     assert stage_holds(spec, final)
     nut = np.asarray(final.objects["nut0"])
     assert not stage_holds(spec, with_pose(final, "nut0", [nut[0] + 0.002, *nut[1:]]))  # 2 mm off its bolt
-    assert not stage_holds(spec, with_pose(final, "nut0", [*nut[:3], *tilt(nut[3:], 12)]))  # 12 deg tilted
+    assert not stage_holds(spec, with_pose(final, "nut0", [*nut[:3], *tilt_x(nut[3:], 12)]))  # 12 deg tilted
     bolt_top = final.objects["bolt0"][2] + (P.BOLT_HEAD[1] + P.BOLT_SHANK) / 2
     started = bolt_top - 0.008 + P.NUT_HEIGHT / 2  # the nut's bottom only 8 mm down the peg
     assert not stage_holds(spec, with_pose(final, "nut0", [*nut[:2], started, *nut[3:]]))
@@ -230,13 +170,10 @@ def test_fasten_screws_by_truth() -> None:
 
 @pytest.mark.slow
 def test_plug_in_charger_by_truth() -> None:
-    with TwinEnv() as env:
-        env.reset("plug_in_charger", seed=0, layout_id=2)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("plug_in_charger", 2) as (env, truth, hold):
         sock = truth.object_poses()["socket"]
         theta = yaw_of(sock[3:])
-        up = quat_multiply(yq(theta), X90)  # local y up, pins down, pins along the strip's x
+        up = quat_multiply(yaw_q(theta), X90)  # local y up, pins down, pins along the strip's x
         top = sock[2] + P.STRIP_HALF[2]
         below_body = P.CHARGER_PIN[1]  # the body's bottom is this far above the pin tips
         half_y = P.CHARGER_BODY[1] + P.CHARGER_PIN[1] / 2
@@ -252,13 +189,11 @@ def test_plug_in_charger_by_truth() -> None:
 
         truth.set_object_pose("charger", [outlet[0], outlet[1], top + (half_y - below_body) + 0.006 + 0.0, *up])
         step = settle(env, hold, 20, plugged)
-        out = truth.outcome()
+        out, final, spec = snapshot(truth)
         assert step is not None and out.success and out.score == 1.0 and out.steps == step
-        final = truth.world_state()
-        spec = truth.program_spec
 
     c = np.asarray(final.objects["charger"])
-    assert not stage_holds(spec, with_pose(final, "charger", [*c[:3], *tilt(c[3:], 12)]))  # y axis 12 deg off
+    assert not stage_holds(spec, with_pose(final, "charger", [*c[:3], *tilt_x(c[3:], 12)]))  # y axis 12 deg off
     assert not stage_holds(spec, with_pose(final, "charger", [c[0], c[1], top + half_y - 0.014, *c[3:]]))  # 14 mm in
     off = local_to_world(final.objects["socket"], (P.STRIP_HALF[0] + 0.01, 0.0, 0.0))
     assert not stage_holds(spec, with_pose(final, "charger", [off[0], off[1], c[2], *c[3:]]))  # beside the strip
@@ -269,12 +204,9 @@ def test_plug_in_charger_by_truth() -> None:
 
 @pytest.mark.slow
 def test_insert_tubes_by_truth() -> None:
-    with TwinEnv() as env:
-        env.reset("insert_tubes", seed=0, layout_id=0)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("insert_tubes", 0) as (env, truth, hold):
         rack = truth.object_poses()["slot"]
-        up = quat_multiply(yq(yaw_of(rack[3:])), X90)
+        up = quat_multiply(yaw_q(yaw_of(rack[3:])), X90)
         top = rack[2] + P.RACK_HALF[2]
         half = P.TUBE_LENGTH / 2
 
@@ -287,15 +219,13 @@ def test_insert_tubes_by_truth() -> None:
             if i < 2:
                 assert settle(env, hold, 10, lambda t: False) is None and not env.is_episode_end()
         step = settle(env, hold, 30, inserted)
-        out = truth.outcome()
+        out, final, spec = snapshot(truth)
         assert step is not None and out.success and out.score == 1.0 and out.steps == step
-        final = truth.world_state()
-        spec = truth.program_spec
 
     t0 = np.asarray(final.objects["tube0"])
     high = top - 0.040 + half  # its bottom 40 mm below the rack top: 5 mm too high
     assert not stage_holds(spec, with_pose(final, "tube0", [t0[0], t0[1], high, *t0[3:]]))
-    assert not stage_holds(spec, with_pose(final, "tube0", [*t0[:3], *tilt(t0[3:], 32)]))  # 32 deg from upright
+    assert not stage_holds(spec, with_pose(final, "tube0", [*t0[:3], *tilt_x(t0[3:], 32)]))  # 32 deg from upright
     assert not stage_holds(spec, with_pose(final, "tube0", [t0[0] + 0.2, t0[1], t0[2], *t0[3:]]))  # outside the rack
 
 
@@ -304,10 +234,7 @@ def test_insert_tubes_by_truth() -> None:
 
 @pytest.mark.slow
 def test_pour_balls_into_vase_by_truth() -> None:
-    with TwinEnv() as env:
-        env.reset("pour_balls_into_vase", seed=0, layout_id=0)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("pour_balls_into_vase", 0) as (env, truth, hold):
         vase = truth.object_poses()["vase"]
         mouth = local_to_world(vase, truth.layout.object("vase").spec.named_points("mouth")[0].pos)
         balls = [f"sphere_{i}" for i in range(7)]
@@ -327,13 +254,11 @@ def test_pour_balls_into_vase_by_truth() -> None:
             if i < 6:
                 assert settle(env, hold, 8, lambda t: False) is None and not env.is_episode_end()
         step = settle(env, hold, 30, all_in)
-        out = truth.outcome()
+        out, final, spec = snapshot(truth)
         assert step is not None and out.success and out.score == 1.0 and out.steps == step
-        final = truth.world_state()
-        spec = truth.program_spec
 
     cup = np.asarray(final.objects["cup"])
-    assert not stage_holds(spec, with_pose(final, "cup", [*cup[:3], *tilt(cup[3:], 20)]))  # cup tipped 20 deg
+    assert not stage_holds(spec, with_pose(final, "cup", [*cup[:3], *tilt_x(cup[3:], 20)]))  # cup tipped 20 deg
     b = np.asarray(final.objects["sphere_3"])
     beside = local_to_world(vase, (0.0, -0.09, 0.0))
     assert not stage_holds(spec, with_pose(final, "sphere_3", [beside[0], beside[1], TOP + P.BALL_RADIUS, *b[3:]]))
@@ -343,10 +268,7 @@ def test_pour_balls_into_vase_by_truth() -> None:
 
 
 def test_deposit_coin_by_truth() -> None:
-    with TwinEnv() as env:
-        env.reset("deposit_coin", seed=0, layout_id=0)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("deposit_coin", 0) as (env, truth, hold):
         bank = truth.object_poses()["piggy_bank"]
         slot = local_to_world(bank, (0.0, 0.0, P.BANK_HALF[2]))
         centre_z = bank[2]
@@ -357,10 +279,8 @@ def test_deposit_coin_by_truth() -> None:
         # The coin edge-on above the slot, turned to it (its faces along the bank's y).
         truth.set_object_pose("coin0", [slot[0], slot[1], slot[2] + P.COIN[0] + 0.01, *bank[3:]])
         step = settle(env, hold, 30, inside)
-        out = truth.outcome()
+        out, final, spec = snapshot(truth)
         assert step is not None and out.success and out.score == 1.0 and out.steps == step
-        final = truth.world_state()
-        spec = truth.program_spec
 
     c = np.asarray(final.objects["coin0"])
     stuck = [slot[0], slot[1], slot[2], *bank[3:]]  # half through the slot: its top above the bank's centre
@@ -370,10 +290,7 @@ def test_deposit_coin_by_truth() -> None:
 
 
 def test_deposit_coin_score_tiers() -> None:
-    with TwinEnv() as env:
-        env.reset("deposit_coin", seed=0, layout_id=3)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("deposit_coin", 3) as (env, truth, hold):
         coin = truth.object_poses()["coin0"]
         truth.set_object_pose("coin0", [coin[0], coin[1], coin[2] + 0.09, *coin[3:]])  # lifted > 8 cm
         env.take_action(hold)
@@ -388,44 +305,36 @@ def test_deposit_coin_score_tiers() -> None:
 
 @pytest.mark.slow
 def test_insert_key_by_truth() -> None:
-    with TwinEnv() as env:
-        env.reset("insert_key", seed=0, layout_id=0)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("insert_key", 0) as (env, truth, hold):
         lock = truth.object_poses()["slot"]
         top = lock[2] + P.LOCK_HALF[2]
         key_half = (P.KEY_BLADE[1] + 2 * P.KEY_BOW[2]) / 2
-        turned = yq(yaw_of(lock[3:]) - math.radians(60))
+        turned = yaw_q(yaw_of(lock[3:]) - 60)
 
         def deep(t) -> bool:
             return top - (t.object_poses()["key"][2] - key_half) > 0.025
 
         # Inserted but not turned: no success.
-        truth.set_object_pose("key", [lock[0], lock[1], top + 0.005 + key_half, *yq(yaw_of(lock[3:]))])
+        truth.set_object_pose("key", [lock[0], lock[1], top + 0.005 + key_half, *yaw_q(yaw_of(lock[3:]))])
         assert settle(env, hold, 10, lambda t: False) is None and not env.is_episode_end()
         assert deep(truth)
         truth.set_object_pose("key", [lock[0], lock[1], top + 0.005 + key_half, *turned])
         step = settle(env, hold, 20, deep)
-        out = truth.outcome()
+        out, final, spec = snapshot(truth)
         assert step is not None and out.success and out.score == 1.0 and out.steps == step
-        final = truth.world_state()
-        spec = truth.program_spec
 
     k = np.asarray(final.objects["key"])
-    part_turn = yq(yaw_of(lock[3:]) - math.radians(25))  # 35 deg short of the turn
+    part_turn = yaw_q(yaw_of(lock[3:]) - 25)  # 35 deg short of the turn
     assert not stage_holds(spec, with_pose(final, "key", [*k[:3], *part_turn]))
-    assert not stage_holds(spec, with_pose(final, "key", [*k[:3], *tilt(k[3:], 8)]))  # 8 deg from upright
+    assert not stage_holds(spec, with_pose(final, "key", [*k[:3], *tilt_x(k[3:], 8)]))  # 8 deg from upright
     assert not stage_holds(spec, with_pose(final, "key", [k[0], k[1], top - 0.024 + key_half, *k[3:]]))  # 24 mm in
     assert not stage_holds(spec, with_pose(final, "key", [k[0] + 0.008, *k[1:]]))  # 8 mm off the bore's axis
 
 
 def test_insert_tubes_score_counts_items() -> None:
-    with TwinEnv() as env:
-        env.reset("insert_tubes", seed=0, layout_id=1)
-        truth = env.truth()
-        hold = hold_action(env)
+    with twin_at("insert_tubes", 1) as (env, truth, hold):
         rack = truth.object_poses()["slot"]
-        up = quat_multiply(yq(yaw_of(rack[3:])), X90)
+        up = quat_multiply(yaw_q(yaw_of(rack[3:])), X90)
         top = rack[2] + P.RACK_HALF[2]
         tiers = []
         for i, hole in enumerate((1, 3)):

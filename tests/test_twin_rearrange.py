@@ -11,47 +11,28 @@ from typing import Any
 import numpy as np
 import pytest
 
-from calibration import load_station
 from calibration.transforms import quat_multiply, quat_to_matrix
 from pyrua_dojo.catalog import get_task as catalogue_task
-from pyrua_dojo.prompt import TaskCard
-from pyrua_dojo.twin import TwinEnv, UnstableLayoutError, get_task
+from pyrua_dojo.twin import TwinEnv, get_task
 from pyrua_dojo.twin import objects_rearrange as parts
 from pyrua_dojo.twin.layouts import box_polygon, polygons_intersect
-from pyrua_dojo.twin.reward import RewardProgram, WorldState, convex_hull, functional_points
-from pyrua_dojo.twin.scene import TwinScene
+from pyrua_dojo.twin.reward import convex_hull, functional_points
+from tests.support.twin_tasks import (
+    STATION,
+    TOP,
+    eval_trivial_program,
+    run_program,
+    settle_layouts,
+    state_of,
+    stated_facts,
+    step_until_end,
+    sweep_layouts,
+    twin_at,
+    yaw_of,
+    yaw_q,
+)
 
-STATION = load_station()
-TOP = STATION.table.top_z
 NEW_TASKS = ("push_T", "push_T_random", "swap_T", "stack_bowls", "stack_bowls_random", "build_tower", "play_Xylophone")
-
-
-def yaw_q(deg: float) -> np.ndarray:
-    h = math.radians(deg) / 2
-    return np.array([math.cos(h), 0.0, 0.0, math.sin(h)])
-
-
-def yaw_of(q: np.ndarray) -> float:
-    r = quat_to_matrix(q)
-    return math.degrees(math.atan2(r[1, 0], r[0, 0]))
-
-
-def hold(env: TwinEnv) -> dict[str, Any]:
-    obs = env.get_obs()
-    return {
-        "left_arm_joint_state": obs["state"]["left_arm_joint_state"],
-        "left_ee_joint_state": [1.0],
-        "right_arm_joint_state": obs["state"]["right_arm_joint_state"],
-        "right_ee_joint_state": [1.0],
-    }
-
-
-def step_until_end(env: TwinEnv, action: dict[str, Any], limit: int) -> int:
-    for _ in range(limit):
-        if env.is_episode_end():
-            break
-        env.take_action(action)
-    return env.truth(0).outcome().steps
 
 
 # ------------------------------------------------------------------------------------------- facts and layouts
@@ -59,15 +40,9 @@ def step_until_end(env: TwinEnv, action: dict[str, Any], limit: int) -> int:
 
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
-    spec, cat = get_task(task), catalogue_task(task)
-    assert (spec.step_lim, spec.eval_nums, spec.dimension, spec.needs_origin) == (
-        cat.step_limit, cat.episodes_per_seed, cat.dimension.value, cat.back_to_origin
-    )
-    lay = spec.layout(STATION, 0, 0)
-    assert lay.instruction == cat.instruction
-    card = TaskCard.for_task(task, lay.instruction)
-    assert card.step_limit == cat.step_limit and card.back_to_origin is cat.back_to_origin
-    assert card.instruction == lay.instruction
+    twin, cat, card = stated_facts(task)
+    assert twin == cat
+    assert (card.step_limit, card.back_to_origin, card.instruction) == (cat.step_limit, cat.back_to_origin, twin.instruction)
 
 
 def _yaw_ok(q: tuple[float, ...], lo: float, hi: float, base: np.ndarray | None = None) -> bool:
@@ -131,42 +106,26 @@ def test_layouts_follow_upstream_ranges() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_layouts_pass_the_stability_rule(task: str) -> None:
-    with TwinEnv() as env:
-        for lid in range(2):
-            env.reset(task, seed=0, layout_id=lid)
-            truth = env.truth(0)
-            assert not truth.outcome().unstable
-            start = {o.label: np.array(o.pose) for o in truth.layout.objects}
-            for label, pose in truth.object_poses().items():
-                assert np.abs(pose[:3] - start[label][:3]).max() < 0.01, (task, lid, label)
+    for layout in settle_layouts(task, range(2)):
+        assert not layout.unstable
+        for label, d in layout.drift.items():
+            assert d < 0.01, (task, layout.layout_id, label)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_fifty_layouts_build_and_pass_the_stability_rule(task: str) -> None:
     """50 layouts (seeds 0 and 1 where a seed has 25) compile and settle: none is dropped as unstable."""
-    spec = get_task(task)
-    unstable = []
-    with TwinEnv() as env:
-        for k in range(50):
-            seed, lid = divmod(k, spec.eval_nums)
-            lay = spec.layout(STATION, seed, lid)
-            assert set(TwinScene(STATION, lay.objects).objects) == {o.label for o in lay.objects}
-            try:
-                env.reset(task, seed=seed, layout_id=lid)
-            except UnstableLayoutError:
-                unstable.append((seed, lid))
-    assert unstable == []
+    sweep = sweep_layouts(task)
+    assert sweep.unbuilt == ()
+    assert sweep.unstable == ()
 
 
 # ------------------------------------------------------------------------------------------------------- push_T
 
 
 def test_push_t_aligned_on_the_pad_succeeds_at_that_step() -> None:
-    with TwinEnv() as env:
-        env.reset("push_T", seed=0, layout_id=3)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("push_T", 3) as (env, truth, act):
         pad = truth.object_poses()["target_t"]
         t = truth.object_poses()["t"]
         env.take_action(act)
@@ -179,10 +138,7 @@ def test_push_t_aligned_on_the_pad_succeeds_at_that_step() -> None:
 
 @pytest.mark.parametrize("miss", ["8 deg off", "8 mm off"])
 def test_push_t_near_misses_do_not_fire(miss: str) -> None:
-    with TwinEnv() as env:
-        env.reset("push_T", seed=0, layout_id=3)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("push_T", 3) as (env, truth, act):
         pad = truth.object_poses()["target_t"]
         t = truth.object_poses()["t"]
         if miss == "8 deg off":
@@ -197,10 +153,7 @@ def test_push_t_near_misses_do_not_fire(miss: str) -> None:
 
 
 def test_push_t_lifting_the_t_fails_at_once() -> None:
-    with TwinEnv() as env:
-        env.reset("push_T", seed=0, layout_id=0)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("push_T", 0) as (env, truth, act):
         t = truth.object_poses()["t"]
         truth.set_object_pose("t", [t[0], t[1], t[2] + 0.008, *t[3:]])  # 8 mm: not a lift
         env.take_action(act)
@@ -215,10 +168,7 @@ def test_push_t_lifting_the_t_fails_at_once() -> None:
 
 
 def test_swap_t_remembers_the_start_poses() -> None:
-    with TwinEnv() as env:
-        env.reset("swap_T", seed=0, layout_id=4)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("swap_T", 4) as (env, truth, act):
         p0, p1 = (truth.object_poses()[t].copy() for t in ("t0", "t1"))
         # t0 onto t1's start while t1 is still there (t1 lifted out of the way): the check compares with the start
         # poses, so t1 must still go to t0's start.
@@ -233,10 +183,7 @@ def test_swap_t_remembers_the_start_poses() -> None:
 
 
 def test_swap_t_four_degrees_off_does_not_fire() -> None:
-    with TwinEnv() as env:
-        env.reset("swap_T", seed=0, layout_id=4)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("swap_T", 4) as (env, truth, act):
         p0, p1 = (truth.object_poses()[t].copy() for t in ("t0", "t1"))
         truth.set_object_pose("t1", [p1[0], p1[1] + 0.2, p1[2], *p1[3:]])
         truth.set_object_pose("t0", [*p1[:3], *quat_multiply(p1[3:], yaw_q(4.0))])
@@ -258,43 +205,13 @@ def _nest(env: TwinEnv, order: tuple[str, str, str], xy: tuple[float, float], ti
 
 
 def test_stack_bowls_nested_succeeds_once_they_settle() -> None:
-    with TwinEnv() as env:
-        env.reset("stack_bowls", seed=0, layout_id=2)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("stack_bowls", 2) as (env, truth, act):
         _nest(env, ("bowl2", "bowl0", "bowl1"), (0.0, -0.12))
         steps = step_until_end(env, act, 40)
         out = truth.outcome()
         assert out.success and out.score == 1.0 and steps < 40
         z = sorted(truth.object_poses()[b][2] for b in ("bowl0", "bowl1", "bowl2"))
         assert z[1] - z[0] >= 0.005 and z[2] - z[1] >= 0.005  # nested: the check's height steps hold
-
-
-def _state(lay: Any, poses: dict[str, Any]) -> WorldState:
-    """A constructed WorldState of `lay`'s objects: start poses from the layout, current poses overridden."""
-    home = {
-        "left": np.array([-0.301, -0.2098, 0.9215, 0.5, -0.5, 0.5, 0.5]),
-        "right": np.array([0.299, -0.2098, 0.9215, 0.5, -0.5, 0.5, 0.5]),
-    }
-    initial = {o.label: np.array(o.pose, dtype=float) for o in lay.objects}
-    current = {k: v.copy() for k, v in initial.items()}
-    current.update({k: np.array(v, dtype=float) for k, v in poses.items()})
-    return WorldState(
-        objects=current,
-        initial_objects=initial,
-        bboxes={o.label: o.spec.bbox_vertices for o in lay.objects},
-        ee=home,
-        origin_ee=home,
-        gripper_open={"left": 1.0, "right": 1.0},
-        points={o.label: o.spec.points for o in lay.objects},
-    )
-
-
-def _run(task: str, lay: Any, states: list[WorldState]) -> RewardProgram:
-    prog = RewardProgram(get_task(task).program(lay, states[0]))
-    for s in states:
-        prog.step(s)
-    return prog
 
 
 def test_stack_bowls_near_misses_and_score_tier() -> None:
@@ -311,14 +228,14 @@ def test_stack_bowls_near_misses_and_score_tier() -> None:
             out[b] = [0.0 + dx, -0.12, TOP + 0.026 + 0.012 * k, *tilts.get(b, flat)]
         return out
 
-    good = _state(lay, stack(("bowl1", "bowl2", "bowl0"), {"bowl0": tilt10}))
-    assert _run("stack_bowls", lay, [good]).reward == 1.0
-    lowest_tilted = _state(lay, stack(("bowl1", "bowl2", "bowl0"), {"bowl1": tilt10}))
-    assert _run("stack_bowls", lay, [lowest_tilted]).reward == 0.0
-    off = _state(lay, stack(("bowl1", "bowl2", "bowl0"), {}, dx_top=0.045))
-    assert _run("stack_bowls", lay, [off]).reward == 0.0
+    good = state_of(lay, stack(("bowl1", "bowl2", "bowl0"), {"bowl0": tilt10}))
+    assert run_program("stack_bowls", lay, [good]).reward == 1.0
+    lowest_tilted = state_of(lay, stack(("bowl1", "bowl2", "bowl0"), {"bowl1": tilt10}))
+    assert run_program("stack_bowls", lay, [lowest_tilted]).reward == 0.0
+    off = state_of(lay, stack(("bowl1", "bowl2", "bowl0"), {}, dx_top=0.045))
+    assert run_program("stack_bowls", lay, [off]).reward == 0.0
     pair = stack(("bowl2", "bowl0"), {})
-    prog = _run("stack_bowls", lay, [_state(lay, pair)])
+    prog = run_program("stack_bowls", lay, [state_of(lay, pair)])
     assert prog.reward == 0.0 and prog.process_score(success=False) == 15.0
 
 
@@ -352,10 +269,7 @@ def tower_poses(cx: float = 0.05, cy: float = -0.15, turn3: float = 0.0, block4_
 
 
 def test_build_tower_teleported_into_place_succeeds_at_that_step() -> None:
-    with TwinEnv() as env:
-        env.reset("build_tower", seed=0, layout_id=1)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("build_tower", 1) as (env, truth, act):
         env.take_action(act)
         for label, pose in tower_poses().items():
             truth.set_object_pose(label, pose)
@@ -366,24 +280,24 @@ def test_build_tower_teleported_into_place_succeeds_at_that_step() -> None:
 
 def test_build_tower_near_misses_and_stillness_tiers() -> None:
     lay = get_task("build_tower").layout(STATION, 0, 1)
-    assert _run("build_tower", lay, [_state(lay, tower_poses())]).reward == 1.0
-    assert _run("build_tower", lay, [_state(lay, tower_poses(turn3=25.0))]).reward == 0.0  # 25 deg > 20
-    assert _run("build_tower", lay, [_state(lay, tower_poses(turn3=15.0))]).reward == 1.0
-    assert _run("build_tower", lay, [_state(lay, tower_poses(block4_lying=True))]).reward == 0.0
+    assert run_program("build_tower", lay, [state_of(lay, tower_poses())]).reward == 1.0
+    assert run_program("build_tower", lay, [state_of(lay, tower_poses(turn3=25.0))]).reward == 0.0  # 25 deg > 20
+    assert run_program("build_tower", lay, [state_of(lay, tower_poses(turn3=15.0))]).reward == 1.0
+    assert run_program("build_tower", lay, [state_of(lay, tower_poses(block4_lying=True))]).reward == 0.0
     moved = tower_poses()
     moved["block3"][0] += 0.024  # outside block7's 2.3 cm support circle
     moved["block4"][0] += 0.024
-    assert _run("build_tower", lay, [_state(lay, moved)]).reward == 0.0
+    assert run_program("build_tower", lay, [state_of(lay, moved)]).reward == 0.0
     # Score: the base tier needs block0 still (< 2 mm since the tier last looked) with the grippers open: the first
     # look after block0 was lifted onto its pillars sees it moved; the next, still, grants 10.
     base = {k: v for k, v in tower_poses().items() if k in ("block0", "block1", "block2")}
-    s = _state(lay, base)
-    prog = _run("build_tower", lay, [s])
+    s = state_of(lay, base)
+    prog = run_program("build_tower", lay, [s])
     assert prog.process_score(success=False) == 0.0
     prog.step(s)
     assert prog.process_score(success=False) == 10.0
     nudged = {**base, "block0": [base["block0"][0] + 0.003, *base["block0"][1:]]}
-    prog2 = _run("build_tower", lay, [s, _state(lay, nudged)])
+    prog2 = run_program("build_tower", lay, [s, state_of(lay, nudged)])
     assert prog2.process_score(success=False) == 0.0  # moved 3 mm between looks: not still
 
 
@@ -409,10 +323,7 @@ def _raise(env: TwinEnv, dz: float) -> None:
 
 
 def test_play_xylophone_fifteen_ordered_stages() -> None:
-    with TwinEnv() as env:
-        env.reset("play_Xylophone", seed=0, layout_id=5)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("play_Xylophone", 5) as (env, truth, act):
         for key in range(parts.XYLO_KEYS):
             _strike(env, key, 0.018)
             env.take_action(act)
@@ -426,10 +337,7 @@ def test_play_xylophone_fifteen_ordered_stages() -> None:
 
 
 def test_play_xylophone_near_misses() -> None:
-    with TwinEnv() as env:
-        env.reset("play_Xylophone", seed=0, layout_id=5)
-        truth = env.truth(0)
-        act = hold(env)
+    with twin_at("play_Xylophone", 5) as (env, truth, act):
         _strike(env, 1, 0.018)  # a key struck out of order
         env.take_action(act)
         assert truth.program_status().stages_done == 0
@@ -450,34 +358,12 @@ def test_play_xylophone_near_misses() -> None:
 
 # ------------------------------------------------------------------------------------------------ end to end
 
-TRIVIAL_PROGRAM = """# a trivial program: look at the state, go home, finish
-# %% state
-s = robo.state()
-print(s)
-# %% home
-robo.home()
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_eval_runs_each_task_to_its_step_limit_and_books_a_failure(task: str, tmp_path) -> None:
-    import os
-    import subprocess
-    import sys
-
-    from pyrua_dojo.evaluate.results import read_agent_record, read_result_file
-
-    program = tmp_path / "program.py"
-    program.write_text(TRIVIAL_PROGRAM)
-    out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "pyrua_dojo.cli", "eval", "--tasks", task, "--episodes", "1", "--program", str(program),
-           "--segmentation", "none", "--workers", "1", "--out", str(out)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "MUJOCO_GL": "egl"})
+    done = eval_trivial_program([task], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    (path,) = sorted((out / "RoboDojo" / task).glob("*/*/*/*/_result.json"))
-    run = read_result_file(path)
+    run, record = done.booked(task)
     assert [(e.layout_id, e.success, e.score) for e in run.episodes] == [(0, False, 0.0)]
-    record = read_agent_record(path.parent / "episodes" / "layout_0000")
     assert record is not None and record.step_limit == catalogue_task(task).step_limit and not record.success
     assert record.extra.get("failure") == "step limit"  # the twin held the episode to its step limit

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from calibration import load_station
 from calibration.transforms import quat_to_matrix
 from pyrua_dojo.twin import TASKS, TwinEnv, get_task
 from pyrua_dojo.twin import objects as assets
@@ -21,34 +20,8 @@ from pyrua_dojo.twin.reward import (
     Pred,
     convex_hull,
 )
-
-STATION = load_station()
-TOP = STATION.table.top_z
-HOME_EE = {
-    "left": np.array([-0.301, -0.2098, 0.9215, 0.5, -0.5, 0.5, 0.5]),
-    "right": np.array([0.299, -0.2098, 0.9215, 0.5, -0.5, 0.5, 0.5]),
-}
-
-
-def yaw(deg: float) -> list[float]:
-    h = math.radians(deg) / 2
-    return [math.cos(h), 0.0, 0.0, math.sin(h)]
-
-
-def make_state(layout, poses: dict[str, list[float]], ee=None, grip: float = 1.0) -> WorldState:
-    """A WorldState for `layout`'s objects: start poses from the layout, current poses overridden by `poses`."""
-    initial = {o.label: np.array(o.pose, dtype=float) for o in layout.objects}
-    current = {k: v.copy() for k, v in initial.items()}
-    for label, pose in poses.items():
-        current[label] = np.array(pose, dtype=float)
-    return WorldState(
-        objects=current,
-        initial_objects=initial,
-        bboxes={o.label: o.spec.bbox_vertices for o in layout.objects},
-        ee=ee or HOME_EE,
-        origin_ee=HOME_EE,
-        gripper_open={"left": grip, "right": grip},
-    )
+from tests.support.twin_tasks import HOME, STATION, TOP, state_of, yaw_q
+from tests.support.twin_tasks import hold as hold_action
 
 
 def stage_ok(spec: ProgramSpec, i: int, state: WorldState) -> bool:
@@ -211,58 +184,58 @@ def stacked_poses(base_xy, sizes, offsets) -> list[list[float]]:
 
 def test_stack_blocks_predicates() -> None:
     lay = get_task("stack_blocks").layout(STATION, 0, 0)  # size2 blocks: 2 cm tolerance
-    spec = get_task("stack_blocks").program(lay, make_state(lay, {}))
+    spec = get_task("stack_blocks").program(lay, state_of(lay, {}))
     size = 2 * lay.object("block_0").spec.half_extents[0]
     assert size == pytest.approx(0.06)
     good = dict(zip(("block_2", "block_0", "block_1"), stacked_poses((0.0, -0.2), [size] * 3, [(0, 0)] * 3)))
-    assert stage_ok(spec, 0, make_state(lay, good))
+    assert stage_ok(spec, 0, state_of(lay, good))
     slightly = dict(zip(("block_2", "block_0", "block_1"), stacked_poses((0.0, -0.2), [size] * 3, [(0, 0), (0.019, 0), (0.0, 0)])))
-    assert stage_ok(spec, 0, make_state(lay, slightly))
+    assert stage_ok(spec, 0, state_of(lay, slightly))
     offset = dict(zip(("block_2", "block_0", "block_1"), stacked_poses((0.0, -0.2), [size] * 3, [(0, 0), (0.03, 0), (0.06, 0)])))
-    assert not stage_ok(spec, 0, make_state(lay, offset))
-    away = dict(HOME_EE, left=HOME_EE["left"] + np.array([0, 0.16, 0, 0, 0, 0, 0]))
-    assert not stage_ok(spec, 0, make_state(lay, good, ee=away))
-    turned = dict(HOME_EE, right=np.concatenate([HOME_EE["right"][:3], [0.966, 0.259, 0.0, 0.0]]))
-    assert not stage_ok(spec, 0, make_state(lay, good, ee=turned))  # 30 deg off the origin orientation
+    assert not stage_ok(spec, 0, state_of(lay, offset))
+    away = dict(HOME, left=HOME["left"] + np.array([0, 0.16, 0, 0, 0, 0, 0]))
+    assert not stage_ok(spec, 0, state_of(lay, good, ee=away))
+    turned = dict(HOME, right=np.concatenate([HOME["right"][:3], [0.966, 0.259, 0.0, 0.0]]))
+    assert not stage_ok(spec, 0, state_of(lay, good, ee=turned))  # 30 deg off the origin orientation
     # Score tiers: 15 for any 2-stack with grippers >= 0.8 open, then 100 for the 3-stack.
     two = dict(zip(("block_0", "block_1"), stacked_poses((0.2, -0.1), [size] * 2, [(0, 0)] * 2)))
-    assert all(p(make_state(lay, two)) for p in spec.score.stages[0])
-    assert not all(p(make_state(lay, two, grip=0.7)) for p in spec.score.stages[0])
+    assert all(p(state_of(lay, two)) for p in spec.score.stages[0])
+    assert not all(p(state_of(lay, two, grip=0.7)) for p in spec.score.stages[0])
     # stack_blocks_random: the success tolerance is always 1.5 cm.
     rnd = get_task("stack_blocks_random").layout(STATION, 0, 0)
-    rspec = get_task("stack_blocks_random").program(rnd, make_state(rnd, {}))
+    rspec = get_task("stack_blocks_random").program(rnd, state_of(rnd, {}))
     rsize = 2 * rnd.object("block_0").spec.half_extents[0]
     near = dict(zip(("block_0", "block_1", "block_2"), stacked_poses((0.0, -0.2), [rsize] * 3, [(0, 0), (0.014, 0), (0, 0)])))
     far = dict(zip(("block_0", "block_1", "block_2"), stacked_poses((0.0, -0.2), [rsize] * 3, [(0, 0), (0.016, 0), (0, 0)])))
-    assert stage_ok(rspec, 0, make_state(rnd, near)) and not stage_ok(rspec, 0, make_state(rnd, far))
+    assert stage_ok(rspec, 0, state_of(rnd, near)) and not stage_ok(rspec, 0, state_of(rnd, far))
 
 
 def test_stack_blocks_by_language_needs_the_order() -> None:
     lay = get_task("stack_blocks_by_language").layout(STATION, 0, 0)
-    spec = get_task("stack_blocks_by_language").program(lay, make_state(lay, {}))
+    spec = get_task("stack_blocks_by_language").program(lay, state_of(lay, {}))
     s = 0.04
     in_order = dict(zip(("block_0", "block_1", "block_2"), stacked_poses((0.0, -0.2), [s] * 3, [(0, 0)] * 3)))
     wrong = dict(zip(("block_1", "block_0", "block_2"), stacked_poses((0.0, -0.2), [s] * 3, [(0, 0)] * 3)))
-    assert stage_ok(spec, 0, make_state(lay, in_order))
-    assert not stage_ok(spec, 0, make_state(lay, wrong))
+    assert stage_ok(spec, 0, state_of(lay, in_order))
+    assert not stage_ok(spec, 0, state_of(lay, wrong))
     # Score 20: block_1 on block_0 (gap 5 mm..4 cm), block_0 not lifted > 1 cm, grippers >= 0.92 open.
     b0 = lay.object("block_0").pose
     two = {"block_0": list(b0), "block_1": [b0[0], b0[1], b0[2] + s - 0.001, 1, 0, 0, 0]}
-    assert all(p(make_state(lay, two)) for p in spec.score.stages[0])
-    assert not all(p(make_state(lay, two, grip=0.9)) for p in spec.score.stages[0])
+    assert all(p(state_of(lay, two)) for p in spec.score.stages[0])
+    assert not all(p(state_of(lay, two, grip=0.9)) for p in spec.score.stages[0])
     raised = {"block_0": [b0[0], b0[1], b0[2] + 0.02, 1, 0, 0, 0], "block_1": [b0[0], b0[1], b0[2] + 0.06, 1, 0, 0, 0]}
-    assert not all(p(make_state(lay, raised)) for p in spec.score.stages[0])
+    assert not all(p(state_of(lay, raised)) for p in spec.score.stages[0])
 
 
 def test_general_pickup_lift() -> None:
     lay = get_task("general_pickup").layout(STATION, 0, 0)
-    spec = get_task("general_pickup").program(lay, make_state(lay, {}))
+    spec = get_task("general_pickup").program(lay, state_of(lay, {}))
     p = list(lay.object("target").pose)
-    assert stage_ok(spec, 0, make_state(lay, {"target": [p[0], p[1], p[2] + 0.101, *p[3:]]}))
-    assert not stage_ok(spec, 0, make_state(lay, {"target": [p[0], p[1], p[2] + 0.099, *p[3:]]}))
+    assert stage_ok(spec, 0, state_of(lay, {"target": [p[0], p[1], p[2] + 0.101, *p[3:]]}))
+    assert not stage_ok(spec, 0, state_of(lay, {"target": [p[0], p[1], p[2] + 0.099, *p[3:]]}))
     # No back-to-origin in general_pickup.
-    far = {a: v + np.array([0.3, 0.3, 0.0, 0, 0, 0, 0]) for a, v in HOME_EE.items()}
-    assert stage_ok(spec, 0, make_state(lay, {"target": [p[0], p[1], p[2] + 0.15, *p[3:]]}, ee=far))
+    far = {a: v + np.array([0.3, 0.3, 0.0, 0, 0, 0, 0]) for a, v in HOME.items()}
+    assert stage_ok(spec, 0, state_of(lay, {"target": [p[0], p[1], p[2] + 0.15, *p[3:]]}, ee=far))
 
 
 def _cup_over(lay, label: str, cup: str) -> list[float]:
@@ -272,46 +245,46 @@ def _cup_over(lay, label: str, cup: str) -> list[float]:
 
 def test_cover_blocks_stages_and_failure() -> None:
     lay = get_task("cover_blocks").layout(STATION, 0, 4)
-    init = make_state(lay, {})
+    init = state_of(lay, {})
     spec = get_task("cover_blocks").program(lay, init)
     left, mid, right = sorted(("red", "green", "blue"), key=lambda c: lay.object(c).pose[0])
     cups = {c: list(lay.object(c).pose) for c in ("cup0", "cup1", "cup2")}
     assert not stage_ok(spec, 0, init)
     s1 = {"cup0": _cup_over(lay, left, "cup0")}
-    assert stage_ok(spec, 0, make_state(lay, s1)) and not stage_ok(spec, 1, make_state(lay, s1))
+    assert stage_ok(spec, 0, state_of(lay, s1)) and not stage_ok(spec, 1, state_of(lay, s1))
     s3 = {"cup0": _cup_over(lay, left, "cup0"), "cup1": _cup_over(lay, mid, "cup1"), "cup2": _cup_over(lay, right, "cup2")}
-    assert stage_ok(spec, 2, make_state(lay, s3))
+    assert stage_ok(spec, 2, state_of(lay, s3))
     # A cup lying on its side (local -z horizontal) fails the 10 deg axis check even over a block.
     tilted = dict(s3, cup0=[*s3["cup0"][:3], 0.7071, 0.7071, 0.0, 0.0])
-    assert not stage_ok(spec, 2, make_state(lay, tilted))
+    assert not stage_ok(spec, 2, state_of(lay, tilted))
     # Uncover red first: stage 4 needs red uncovered and green, blue covered.
     cover_of = {left: "cup0", mid: "cup1", right: "cup2"}
     s4 = {cover_of[c]: _cup_over(lay, c, cover_of[c]) for c in ("green", "blue")}
     s4[cover_of["red"]] = cups[cover_of["red"]]
-    assert stage_ok(spec, 3, make_state(lay, s4))
+    assert stage_ok(spec, 3, state_of(lay, s4))
     # Queries: any cube moved > 5 cm fails the episode at once.
     q = spec.queries[0]
     red = list(lay.object("red").pose)
-    assert all(p(make_state(lay, {"red": [red[0] + 0.051, *red[1:]]})) for p in q.preds)
-    assert not all(p(make_state(lay, {"red": [red[0] + 0.049, *red[1:]]})) for p in q.preds)
+    assert all(p(state_of(lay, {"red": [red[0] + 0.051, *red[1:]]})) for p in q.preds)
+    assert not all(p(state_of(lay, {"red": [red[0] + 0.049, *red[1:]]})) for p in q.preds)
     assert spec.score.gradient == (0.0, 0.0, 5.0, 15.0, 30.0, 100.0)
 
 
 def test_align_blocks_line_alignment_and_lift_failure() -> None:
     lay = get_task("align_blocks").layout(STATION, 0, 0)
-    spec = get_task("align_blocks").program(lay, make_state(lay, {}))
+    spec = get_task("align_blocks").program(lay, state_of(lay, {}))
     z = lay.object("cube0").pose[2]
-    line = {f"cube{i}": [x, -0.08, z, *yaw(3)] for i, x in enumerate((-0.08, 0.0, 0.08))}
-    assert stage_ok(spec, 0, make_state(lay, line))
-    bent = dict(line, cube1=[0.0, -0.065, z, *yaw(0)])  # best-fit line: the middle cube is 1 cm off it
-    slightly = dict(line, cube1=[0.0, -0.07, z, *yaw(0)])  # 6.7 mm off the best-fit line: within 8 mm
-    assert stage_ok(spec, 0, make_state(lay, slightly))
-    assert not stage_ok(spec, 0, make_state(lay, bent))
-    twisted = dict(line, cube2=[0.08, -0.08, z, *yaw(20)])
-    assert not stage_ok(spec, 0, make_state(lay, twisted))
-    rotated_90 = dict(line, cube2=[0.08, -0.08, z, *yaw(92)])  # any local axis along the line counts
-    assert stage_ok(spec, 0, make_state(lay, rotated_90))
-    lifted = make_state(lay, {"cube0": [*lay.object("cube0").pose[:2], z + 0.008, *lay.object("cube0").pose[3:]]})
+    line = {f"cube{i}": [x, -0.08, z, *yaw_q(3)] for i, x in enumerate((-0.08, 0.0, 0.08))}
+    assert stage_ok(spec, 0, state_of(lay, line))
+    bent = dict(line, cube1=[0.0, -0.065, z, *yaw_q(0)])  # best-fit line: the middle cube is 1 cm off it
+    slightly = dict(line, cube1=[0.0, -0.07, z, *yaw_q(0)])  # 6.7 mm off the best-fit line: within 8 mm
+    assert stage_ok(spec, 0, state_of(lay, slightly))
+    assert not stage_ok(spec, 0, state_of(lay, bent))
+    twisted = dict(line, cube2=[0.08, -0.08, z, *yaw_q(20)])
+    assert not stage_ok(spec, 0, state_of(lay, twisted))
+    rotated_90 = dict(line, cube2=[0.08, -0.08, z, *yaw_q(92)])  # any local axis along the line counts
+    assert stage_ok(spec, 0, state_of(lay, rotated_90))
+    lifted = state_of(lay, {"cube0": [*lay.object("cube0").pose[:2], z + 0.008, *lay.object("cube0").pose[3:]]})
     assert all(p(lifted) for p in spec.queries[0].preds)
 
 
@@ -330,7 +303,7 @@ def test_reward_program_semantics() -> None:
         score=ScoreSpec(stages=((flag("s1", box),), (flag("s2", box),)), gradient=(15.0, 100.0)),
     )
     prog = RewardProgram(spec)
-    state = make_state(get_task("stack_blocks").layout(STATION, 0, 0), {})
+    state = state_of(get_task("stack_blocks").layout(STATION, 0, 0), {})
     box.update(a=True, b=True, s1=True, s2=True)
     prog.step(state)  # at most one stage and one tier per step
     assert prog.status().stages_done == 1 and prog.status().score_reached == 1 and prog.reward == 0.0
@@ -354,13 +327,7 @@ def test_constructed_success_through_the_env() -> None:
         size = 2 * truth.layout.object("block_0").spec.half_extents[0]
         for label, pose in zip(("block_0", "block_1", "block_2"), stacked_poses((0.0, -0.15), [size] * 3, [(0, 0)] * 3)):
             truth.set_object_pose(label, pose)
-        obs = env.get_obs()
-        hold = {
-            "left_arm_joint_state": obs["state"]["left_arm_joint_state"],
-            "left_ee_joint_state": [1.0],
-            "right_arm_joint_state": obs["state"]["right_arm_joint_state"],
-            "right_ee_joint_state": [1.0],
-        }
+        hold = hold_action(env)
         env.take_action(hold)
         out = truth.outcome()
         assert out.success and out.steps == 1 and env.is_episode_end()
@@ -371,13 +338,7 @@ def test_constructed_cover_sequence_and_move_failure_through_the_env() -> None:
         env.reset("cover_blocks", seed=0, layout_id=1)
         truth = env.truth(0)
         lay = truth.layout
-        obs = env.get_obs()
-        hold = {
-            "left_arm_joint_state": obs["state"]["left_arm_joint_state"],
-            "left_ee_joint_state": [1.0],
-            "right_arm_joint_state": obs["state"]["right_arm_joint_state"],
-            "right_ee_joint_state": [1.0],
-        }
+        hold = hold_action(env)
         left, mid, right = sorted(("red", "green", "blue"), key=lambda c: lay.object(c).pose[0])
         cup_for = {left: "cup0", mid: "cup1", right: "cup2"}
         start = {c: list(lay.object(c).pose) for c in ("cup0", "cup1", "cup2")}

@@ -17,18 +17,21 @@ import mujoco
 import numpy as np
 import pytest
 
-from calibration import load_station
 from calibration.transforms import quat_multiply, quat_to_matrix
-from pyrua_dojo.catalog import get_task as catalogued
-from pyrua_dojo.prompt import TaskCard
-from pyrua_dojo.twin import TwinEnv, UnstableLayoutError, get_task
+from pyrua_dojo.twin import TwinEnv, get_task
 from pyrua_dojo.twin import objects_tools as T
 from pyrua_dojo.twin.reward import WorldState
-from pyrua_dojo.twin.scene import TwinScene
 from pyrua_dojo.twin.tasks_tools import TOOLS_ROWS, sweep_labels
+from tests.support.twin_tasks import (
+    STATION,
+    TOP,
+    eval_trivial_program,
+    stated_facts,
+    sweep_layouts,
+    with_pose,
+)
+from tests.support.twin_tasks import hold as hold_action
 
-STATION = load_station()
-TOP = STATION.table.top_z
 SWEEP = ("sweep_blocks", "sweep_blocks_random")
 DT = 0.04  # one action: 10 ticks of 4 ms
 
@@ -42,16 +45,6 @@ def yq(angle: float) -> np.ndarray:
     return np.array([math.cos(angle / 2), 0.0, 0.0, math.sin(angle / 2)])
 
 
-def hold_action(env: TwinEnv) -> dict[str, Any]:
-    obs = env.get_obs()
-    return {
-        "left_arm_joint_state": obs["state"]["left_arm_joint_state"],
-        "left_ee_joint_state": [1.0],
-        "right_arm_joint_state": obs["state"]["right_arm_joint_state"],
-        "right_ee_joint_state": [1.0],
-    }
-
-
 def stage_holds(env: TwinEnv, state: WorldState) -> bool:
     return all(p(state) for p in env.truth().program_spec.stages[0])
 
@@ -63,12 +56,6 @@ def touching_table(truth: Any, label: str) -> bool:
     body = truth.scene.objects[label].body
     return any(table in (c.geom1, c.geom2) and body in (m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2])
                for c in d.contact[: d.ncon])
-
-
-def with_pose(state: WorldState, label: str, pose: Any) -> WorldState:
-    objects = dict(state.objects)
-    objects[label] = np.asarray(pose, dtype=float)
-    return replace(state, objects=objects)
 
 
 # --------------------------------------------------------------------------------------------- the ghost hands
@@ -219,13 +206,9 @@ class Sweeper:
 
 @pytest.mark.parametrize("task", [row[0] for row in TOOLS_ROWS])
 def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
-    spec, cat = get_task(task), catalogued(task)
-    assert (spec.step_lim, spec.eval_nums, spec.dimension, spec.needs_origin) == (
-        cat.step_limit, cat.episodes_per_seed, cat.dimension.value, cat.back_to_origin)
-    lay = spec.layout(STATION, 0, 0)
-    assert lay.instruction == cat.instruction
-    card = TaskCard.for_task(task, lay.instruction)
-    assert card.step_limit == cat.step_limit and card.back_to_origin is cat.back_to_origin
+    twin, cat, card = stated_facts(task)
+    assert twin == cat
+    assert (card.step_limit, card.back_to_origin, card.instruction) == (cat.step_limit, cat.back_to_origin, twin.instruction)
 
 
 def test_sweep_instructions_and_no_score_no_query() -> None:
@@ -289,19 +272,11 @@ def test_sweep_layouts_follow_upstream_and_nothing_is_swept_at_the_start(task: s
 @pytest.mark.parametrize("task", SWEEP)
 def test_fifty_sweep_layouts_build_and_are_stable(task: str) -> None:
     """50 layouts (seeds 0 and 1 of 25) compile and settle: none is dropped as unstable."""
-    spec = get_task(task)
-    unstable = []
-    with TwinEnv() as env:
-        for k in range(50):
-            seed, lid = divmod(k, spec.eval_nums)
-            lay = spec.layout(STATION, seed, lid)
-            check_sweep_layout(task, lay)
-            assert set(TwinScene(STATION, lay.objects).objects) == {o.label for o in lay.objects}
-            try:
-                env.reset(task, seed=seed, layout_id=lid)
-            except UnstableLayoutError:
-                unstable.append((seed, lid))
-    assert unstable == []
+    sweep = sweep_layouts(task)
+    for _, _, lay in sweep.layouts:
+        check_sweep_layout(task, lay)
+    assert sweep.unbuilt == ()
+    assert sweep.unstable == ()
 
 
 # ------------------------------------------------------------------------------------------- the dustpan asset
@@ -435,40 +410,18 @@ def test_gallery_shows_the_tool_tasks(tmp_path: Any) -> None:
         assert img[r * h + LABEL_H : (r + 1) * h, c * w : (c + 1) * w].std() > 10, tasks[k]
 
 
-EVAL_PROGRAM = """# a trivial program: look at the state, go home
-# %% state
-print(robo.state())
-# %% home
-robo.home()
-"""
-
-
 @pytest.mark.slow
 def test_eval_runs_each_tool_task_end_to_end(tmp_path: Any) -> None:
     """`pyrua-dojo eval` with the scripted planner and a trivial program: each episode holds to its step limit and
     is booked as failed in RoboDojo's result layout."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    from pyrua_dojo.evaluate.results import read_result_file
-
-    program = tmp_path / "program.py"
-    program.write_text(EVAL_PROGRAM)
     tasks = [row[0] for row in TOOLS_ROWS]
-    cmd = [sys.executable, "-m", "pyrua_dojo.cli", "eval", "--tasks", ",".join(tasks), "--episodes", "1",
-           "--program", str(program), "--segmentation", "none", "--workers", "1", "--out", str(tmp_path / "out")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, check=False,
-                          env={**os.environ, "MUJOCO_GL": "egl", "COLUMNS": "120"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    done = eval_trivial_program(tasks, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
     for task in tasks:
-        (run_file,) = (tmp_path / "out" / "RoboDojo" / task).glob("*/*/*/*/_result.json")
-        run = read_result_file(run_file)
+        run, record = done.booked(task)
         assert [(e.layout_id, e.success, e.score) for e in run.episodes] == [(0, False, 0.0)]
-        (episode,) = run_file.parent.glob("episodes/layout_0000/result.json")
-        record = json.loads(episode.read_text())
-        assert record["failure"] == "step limit" and record["step_limit"] == get_task(task).step_lim
+        assert record is not None
+        assert record.extra.get("failure") == "step limit" and record.step_limit == get_task(task).step_lim
 
 
 # ------------------------------------------------------------------------------------- store_tools_in_toolbox
@@ -501,17 +454,9 @@ def test_toolbox_layouts_follow_upstream() -> None:
 
 @pytest.mark.slow
 def test_fifty_toolbox_layouts_build_and_are_stable() -> None:
-    spec = get_task("store_tools_in_toolbox")
-    unstable = []
-    with TwinEnv() as env:
-        for lid in range(50):
-            lay = spec.layout(STATION, 0, lid)
-            assert set(TwinScene(STATION, lay.objects).objects) == {o.label for o in lay.objects}
-            try:
-                env.reset("store_tools_in_toolbox", seed=0, layout_id=lid)
-            except UnstableLayoutError:
-                unstable.append(lid)
-    assert unstable == []
+    sweep = sweep_layouts("store_tools_in_toolbox", one_seed=True)
+    assert sweep.unbuilt == ()
+    assert sweep.unstable == ()
 
 
 def _slot_pose(truth: Any, name: str) -> np.ndarray:

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import base64
 import math
-import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pyrua_dojo.images import image_size
 
 __all__ = ["ContextFit", "Shortening", "estimate_message_tokens", "fit_to_window", "image_tokens"]
 
@@ -71,35 +72,13 @@ class ContextFit:
     shortening: Shortening | None = None
 
 
-def _png_or_jpeg_size(data: bytes) -> tuple[int, int] | None:
-    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
-        w, h = struct.unpack(">II", data[16:24])
-        return int(w), int(h)
-    if data[:2] == b"\xff\xd8":
-        i = 2
-        while i + 9 < len(data):
-            if data[i] != 0xFF:
-                i += 1
-                continue
-            marker = data[i + 1]
-            if marker in (0xC0, 0xC1, 0xC2, 0xC3):
-                h, w = struct.unpack(">HH", data[i + 5 : i + 9])
-                return int(w), int(h)
-            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
-                i += 2
-                continue
-            seg = struct.unpack(">H", data[i + 2 : i + 4])[0]
-            i += 2 + seg
-    return None
-
-
 def image_tokens(url: str) -> int:
     """Estimated tokens of one image part (a data URL): one per 28 x 28 patch, plus a small overhead."""
     size = None
     if url.startswith("data:") and "," in url:
         try:
-            size = _png_or_jpeg_size(base64.b64decode(url.split(",", 1)[1][:65536] + "=="))
-        except (ValueError, struct.error):
+            size = image_size(base64.b64decode(url.split(",", 1)[1][:65536] + "=="))
+        except ValueError:  # not base64
             size = None
     w, h = size if size else (640, 480)
     return math.ceil(w / IMAGE_PATCH_PX) * math.ceil(h / IMAGE_PATCH_PX) + IMAGE_OVERHEAD_TOKENS

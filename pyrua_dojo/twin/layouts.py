@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from calibration.station import Table
 from calibration.transforms import quat_multiply, quat_to_matrix
-from pyrua_dojo.twin.objects import IDENTITY, ObjectSpec, Quat, box_corners
-from pyrua_dojo.twin.reward import convex_hull
+from pyrua_dojo.twin.objects import CLUTTER_OBJECTS, IDENTITY, ObjectSpec, Quat, box_corners
+from pyrua_dojo.twin.reward import ProgramSpec, WorldState, convex_hull
 from pyrua_dojo.twin.scene import SceneObject
 
 #: RoboDojo's clutter sampler region on the table (env_cfg/scene/default.yml): x in [-0.65, 0.65], y in [-0.55, 0.45].
@@ -229,6 +229,29 @@ class Placer:
                     self.objects.append(obj)
                     return obj
         raise PlacementError(f"could not place {label} ({spec.key}) on {parent.label}:{support}")
+
+
+def place_clutter(placer: Placer, rng: np.random.Generator, nums: int,
+                  xlim: Sequence[float] | Sequence[Sequence[float]], ylim: Sequence[float] | Sequence[Sequence[float]],
+                  rotate_deg: float = 30.0, margin: float = 0.015, exclude: Sequence[str] = ()) -> list[SceneObject]:
+    """RoboDojo's `category_unique` clutter: up to `nums` objects of distinct categories (drawn in a random order,
+    those named in `exclude` left out) in xlim x ylim (ranges may be unions); an object that does not fit is skipped.
+    Labels run on from the clutter already placed (clutter_0, clutter_1, ...). Returns the objects placed."""
+    names = [n for n in sorted(CLUTTER_OBJECTS) if n not in exclude]
+    placed: list[SceneObject] = []
+    for k in rng.permutation(len(names))[:nums]:
+        label = f"clutter_{sum(o.label.startswith('clutter_') for o in placer.objects)}"
+        try:
+            placed.append(placer.place(CLUTTER_OBJECTS[names[int(k)]], label, xlim, ylim, rotate_deg=rotate_deg,
+                                       margin=margin, cluttered=True))
+        except PlacementError:
+            continue
+    return placed
+
+
+LayoutFn = Callable[[Placer, np.random.Generator], str]  # places a task's objects; returns the instruction
+ProgramFn = Callable[[Layout, WorldState], ProgramSpec]  # a task's reward program for a layout and its first state
+NO_CLUTTER_STRIP = (-0.35, -0.5, 0.35, -0.4)  # the `_random` variants' ProhibitedArea (the arms' parking strip)
 
 
 def _boxes_overlap(a: np.ndarray, b: np.ndarray) -> bool:

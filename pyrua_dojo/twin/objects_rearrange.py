@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from pyrua_dojo.twin.objects import Appearance, NamedPoint, ObjectSpec, Part, Vec3, _rgba
-from pyrua_dojo.twin.shapes import t_shape
+from pyrua_dojo.twin.shapes import staves, t_shape
 
 # --------------------------------------------------------------------------------------------- push_T, swap_T
 # A T of two boxes lying flat, as in the classic push-T benchmark: a bar 12 x 3 cm across the top and a stem
@@ -96,13 +96,6 @@ BOWL_INDICES = (1, 2, 3, 5, 7, 8, 9, 10)
 BOWL_INDICES_RANDOM = (11, 12, 13, 14, 15)
 
 
-def _zy_quat(yaw: float, tilt: float) -> tuple[float, float, float, float]:
-    """Rotation by `tilt` about local y, then `yaw` about z (a stave leaning outward at azimuth yaw)."""
-    cy, sy = math.cos(yaw / 2.0), math.sin(yaw / 2.0)
-    ct, st = math.cos(tilt / 2.0), math.sin(tilt / 2.0)
-    return (cy * ct, -sy * st, cy * st, sy * ct)
-
-
 def bowl(model_id: int) -> ObjectSpec:
     """RoboDojo's `bowl[i]`: a flared bowl (base disk + 16 leaning staves), opening up (local +z)."""
     if model_id not in BOWL_LOOKS:
@@ -126,12 +119,7 @@ def bowl(model_id: int) -> ObjectSpec:
     ]
     half_w = r_rim * math.tan(math.pi / BOWL_STAVES) + 0.001
     r_mid = (r_base + r_rim) / 2.0 + BOWL_WALL / 2.0 * math.cos(BOWL_FLARE)
-    for i in range(BOWL_STAVES):
-        a = 2.0 * math.pi * i / BOWL_STAVES
-        parts.append(
-            Part("box", (BOWL_WALL / 2.0, half_w, slant / 2.0), pos=(r_mid * math.cos(a), r_mid * math.sin(a), lift / 2.0),
-                 quat=_zy_quat(a, BOWL_FLARE))
-        )
+    parts += staves(BOWL_STAVES, r_mid, (BOWL_WALL / 2.0, half_w, slant / 2.0), lift / 2.0, lean=BOWL_FLARE)
     r_out = math.hypot(r_rim + BOWL_WALL, half_w)  # the staves' outer top corners
     return ObjectSpec(
         category="bowl",

@@ -21,6 +21,7 @@ from pyrua_dojo.twin.objects import (
     Vec3,
     _rgba,
 )
+from pyrua_dojo.twin.shapes import hollow_box, plate_with_holes
 
 Box = tuple[tuple[float, float], tuple[float, float], tuple[float, float]]  # (x0, x1), (y0, y1), (z0, z1), raw frame
 
@@ -352,18 +353,10 @@ def _pockets() -> list[tuple[float, float, float, float]]:
 
 def toolbox() -> ObjectSpec:
     """RoboDojo's `toolbox[0]` (a fixture): a red box with a black foam insert holding one pocket per tool."""
-    from pyrua_dojo.twin.shapes import plate_with_holes
-
     bx, by, bz = TOOLBOX_HALF
     w = TOOLBOX_WALL
     floor_top = -bz + TOOLBOX_FLOOR
-    walls = (
-        Part("box", (bx, by, TOOLBOX_FLOOR / 2), pos=(0.0, 0.0, -bz + TOOLBOX_FLOOR / 2)),
-        Part("box", (w / 2, by, bz - TOOLBOX_FLOOR / 2), pos=(bx - w / 2, 0.0, TOOLBOX_FLOOR / 2)),
-        Part("box", (w / 2, by, bz - TOOLBOX_FLOOR / 2), pos=(-bx + w / 2, 0.0, TOOLBOX_FLOOR / 2)),
-        Part("box", (bx - w, w / 2, bz - TOOLBOX_FLOOR / 2), pos=(0.0, by - w / 2, TOOLBOX_FLOOR / 2)),
-        Part("box", (bx - w, w / 2, bz - TOOLBOX_FLOOR / 2), pos=(0.0, -by + w / 2, TOOLBOX_FLOOR / 2)),
-    )
+    walls = hollow_box(TOOLBOX_HALF, w, TOOLBOX_FLOOR, None)  # a floor and four walls, open at the top
     foam = plate_with_holes(bx - w, by - w, floor_top, -bz + TOOLBOX_FOAM_TOP, _pockets(), rgba=_rgba("#262626"))
     slots = tuple(
         NamedPoint(f"{name}_slot", (sx, sy, floor_top + TOOL_HALF[name][2]), quat=_SLOT_YAW)

@@ -18,6 +18,27 @@ def _zquat(angle: float) -> tuple[float, float, float, float]:
     return (math.cos(angle / 2.0), 0.0, 0.0, math.sin(angle / 2.0))
 
 
+def zy_quat(yaw: float, tilt: float) -> tuple[float, float, float, float]:
+    """Rotation by `tilt` about local y, then `yaw` about z (a stave leaning outward at azimuth yaw)."""
+    cy, sy = math.cos(yaw / 2.0), math.sin(yaw / 2.0)
+    ct, st = math.cos(tilt / 2.0), math.sin(tilt / 2.0)
+    return (cy * ct, -sy * st, cy * st, sy * ct)
+
+
+def staves(n: int, r_mid: float, half: Vec3, zc: float = 0.0, lean: float = 0.0, rgba: Rgba | None = None,
+           centre: tuple[float, float] = (0.0, 0.0), phase: float = 0.0) -> tuple[Part, ...]:
+    """A round wall of `n` boxes (half extents `half`: thickness, width, height) evenly spaced about the z axis
+    through `centre`, their centres `r_mid` from it at height `zc`, each facing the axis; `lean` (rad) tilts each
+    outward about its own y (a flared wall, a bowl's)."""
+    parts = []
+    for i in range(n):
+        a = phase + 2.0 * math.pi * i / n
+        quat = _zquat(a) if lean == 0.0 else zy_quat(a, lean)
+        parts.append(Part("box", half, pos=(centre[0] + r_mid * math.cos(a), centre[1] + r_mid * math.sin(a), zc),
+                          quat=quat, rgba=rgba))
+    return tuple(parts)
+
+
 def ring(inner: float, outer: float, z0: float, z1: float, n: int = 16, rgba: Rgba | None = None,
          centre: tuple[float, float] = (0.0, 0.0), phase: float = 0.0) -> tuple[Part, ...]:
     """A polygonal tube: `n` wall boxes whose inner faces are `inner` from the axis (the inscribed radius of the
@@ -25,18 +46,9 @@ def ring(inner: float, outer: float, z0: float, z1: float, n: int = 16, rgba: Rg
     gap for a ball or a peg to slip through. n = 6 gives a hex nut."""
     if not 0.0 < inner < outer:
         raise ValueError(f"need 0 < inner < outer, got {inner}, {outer}")
-    mid = (inner + outer) / 2.0
-    half_t = (outer - inner) / 2.0
     half_w = outer * math.tan(math.pi / n)  # reaches the outer corners of the polygon
-    half_h = (z1 - z0) / 2.0
-    zc = (z0 + z1) / 2.0
-    parts = []
-    for i in range(n):
-        a = phase + 2.0 * math.pi * i / n
-        parts.append(Part("box", (half_t, half_w, half_h),
-                          pos=(centre[0] + mid * math.cos(a), centre[1] + mid * math.sin(a), zc),
-                          quat=_zquat(a), rgba=rgba))
-    return tuple(parts)
+    return staves(n, (inner + outer) / 2.0, ((outer - inner) / 2.0, half_w, (z1 - z0) / 2.0), (z0 + z1) / 2.0,
+                  rgba=rgba, centre=centre, phase=phase)
 
 
 def plate_with_holes(half_x: float, half_y: float, z0: float, z1: float,

@@ -7,14 +7,14 @@ Object assets are the twin's own (`objects.py`); everything else follows RoboDoj
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from calibration.station import Station
 from pyrua_dojo.twin import objects as assets
-from pyrua_dojo.twin.layouts import Layout, PlacementError, Placer, layout_rng
+from pyrua_dojo.twin.layouts import Layout, LayoutFn, PlacementError, Placer, ProgramFn, layout_rng, place_clutter
 from pyrua_dojo.twin.objects import UPSIDE_DOWN
 from pyrua_dojo.twin.reward import (
     Pred,
@@ -34,10 +34,7 @@ from pyrua_dojo.twin.reward import (
     is_not_lift,
     is_stacked,
 )
-from pyrua_dojo.twin.scene import SceneObject
 
-LayoutFn = Callable[[Placer, np.random.Generator], str]
-ProgramFn = Callable[[Layout, WorldState], ProgramSpec]
 
 MAX_LAYOUT_ATTEMPTS = 50
 
@@ -94,7 +91,7 @@ def _stack_layout(random_variant: bool) -> LayoutFn:
         for i, model_id in enumerate(ids):
             placer.place(assets.block(int(model_id)), f"block_{i}", (-0.45, 0.45), (-0.25, 0.0))
         if random_variant:
-            _place_clutter(placer, rng, 20, (-0.6, 0.6), (-0.5, 0.5), rotate_deg=30, margin=0.015)
+            place_clutter(placer, rng, 20, (-0.6, 0.6), (-0.5, 0.5))
         return "Stack the three blocks with different textures."
 
     return fn
@@ -179,7 +176,7 @@ def _pickup_layout(placer: Placer, rng: np.random.Generator) -> str:
     keys = sorted(assets.PICKUP_OBJECTS)
     spec = assets.PICKUP_OBJECTS[keys[int(rng.integers(len(keys)))]]
     placer.place(spec, "target", (-0.4, 0.4), (-0.2, 0.05), rotate_deg=20)
-    _place_clutter(placer, rng, 10, (-0.45, 0.45), (-0.2, 0.05), rotate_deg=30, margin=0.02, exclude=spec.words)
+    place_clutter(placer, rng, 10, (-0.45, 0.45), (-0.2, 0.05), margin=0.02, exclude=spec.words)
     description = spec.descriptions[int(rng.integers(len(spec.descriptions)))]
     return f"Pick up the {description} by 10 cm."
 
@@ -250,39 +247,6 @@ def _align_program(layout: Layout, initial: WorldState) -> ProgramSpec:
 
 
 # ------------------------------------------------------------------------------------------------------ clutter
-
-
-def _place_clutter(
-    placer: Placer,
-    rng: np.random.Generator,
-    nums: int,
-    xlim: tuple[float, float],
-    ylim: tuple[float, float],
-    rotate_deg: float,
-    margin: float,
-    exclude: tuple[str, ...] = (),
-) -> list[SceneObject]:
-    """RoboDojo's `category_unique` clutter: distinct categories; an object that does not fit is skipped."""
-    names = [n for n in sorted(assets.CLUTTER_OBJECTS) if n not in exclude]
-    order = rng.permutation(len(names))
-    placed: list[SceneObject] = []
-    for k in order[: min(nums, len(names))]:
-        name = names[int(k)]
-        try:
-            placed.append(
-                placer.place(
-                    assets.CLUTTER_OBJECTS[name],
-                    f"clutter_{len(placed)}",
-                    xlim,
-                    ylim,
-                    rotate_deg=rotate_deg,
-                    margin=margin,
-                    cluttered=True,
-                )
-            )
-        except PlacementError:
-            continue
-    return placed
 
 
 # ----------------------------------------------------------------------------------------------------- registry

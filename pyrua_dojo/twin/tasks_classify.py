@@ -18,7 +18,7 @@ import numpy as np
 
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_classify as parts
-from pyrua_dojo.twin.layouts import Layout, Placer
+from pyrua_dojo.twin.layouts import Layout, LayoutFn, Placer, ProgramFn
 from pyrua_dojo.twin.reward import (
     Pred,
     ProgramSpec,
@@ -40,8 +40,6 @@ from pyrua_dojo.twin.reward import (
     is_not_moved,
 )
 
-LayoutFn = Callable[[Placer, np.random.Generator], str]
-ProgramFn = Callable[[Layout, WorldState], ProgramSpec]
 
 # --------------------------------------------------------------------------------------- the three-basket tasks
 

@@ -23,14 +23,12 @@ empty slot drawn uniformly from a, operator, b and c. Every tile that completes 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 
 import numpy as np
 
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_digits as D
-from pyrua_dojo.twin.layouts import Layout, PlacementError, Placer
-from pyrua_dojo.twin.objects import CLUTTER_OBJECTS
+from pyrua_dojo.twin.layouts import NO_CLUTTER_STRIP, Layout, LayoutFn, Placer, ProgramFn, place_clutter
 from pyrua_dojo.twin.reward import (
     Pred,
     ProgramSpec,
@@ -44,8 +42,6 @@ from pyrua_dojo.twin.reward import (
     is_axis_aligned,
 )
 
-LayoutFn = Callable[[Placer, np.random.Generator], str]
-ProgramFn = Callable[[Layout, WorldState], ProgramSpec]
 B = all_robot_back_to_origin
 
 X_AXIS = (1.0, 0.0, 0.0)
@@ -63,20 +59,6 @@ MAT_SPACING = 0.085  # upstream's x_symmetric_line spacing
 ARRANGE_GROUPS = (0, 1, 2)  # texture groups: number[0..9], [10..19], [20..29]
 ARRANGE_GROUPS_RANDOM = (3, 4)  # held out: number[30..39], [40..49]
 ARRANGE_GRADIENT = {4: (5.0, 15.0, 30.0, 100.0), 5: (5.0, 15.0, 25.0, 40.0, 100.0)}
-NO_CLUTTER_STRIP = (-0.35, -0.5, 0.35, -0.4)  # the `_random` variant's second ProhibitedArea
-
-
-def _clutter(placer: Placer, rng: np.random.Generator, nums: int) -> None:
-    """RoboDojo's `category_unique` clutter over x [-0.6, 0.6], y [-0.5, 0.5]: up to `nums` objects of distinct
-    categories, yaw +-30 deg, margin 1.5 cm; an object that does not fit is skipped."""
-    names = sorted(CLUTTER_OBJECTS)
-    for k in rng.permutation(len(names))[:nums]:
-        label = f"clutter_{sum(o.label.startswith('clutter_') for o in placer.objects)}"
-        try:
-            placer.place(CLUTTER_OBJECTS[names[int(k)]], label, (-0.6, 0.6), (-0.5, 0.5), rotate_deg=30, margin=0.015,
-                         cluttered=True)
-        except PlacementError:
-            continue
 
 
 def _arrange_layout(random_variant: bool) -> LayoutFn:
@@ -97,7 +79,7 @@ def _arrange_layout(random_variant: bool) -> LayoutFn:
             placer.place(D.number_tile(10 * group + d), f"digit_{i}", (-0.4, 0.4), (-0.25, -0.05), rotate_deg=45,
                          margin=0.015)
         if random_variant:
-            _clutter(placer, rng, 20)
+            place_clutter(placer, rng, 20, (-0.6, 0.6), (-0.5, 0.5))
         return _instruction("arrange_largest_number")
 
     return fn

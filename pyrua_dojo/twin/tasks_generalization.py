@@ -19,8 +19,8 @@ import numpy as np
 
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_generalization as G
-from pyrua_dojo.twin.layouts import Layout, PlacementError, Placer
-from pyrua_dojo.twin.objects import CLUTTER_OBJECTS, ObjectSpec
+from pyrua_dojo.twin.layouts import NO_CLUTTER_STRIP, Layout, LayoutFn, Placer, ProgramFn, place_clutter
+from pyrua_dojo.twin.objects import ObjectSpec
 from pyrua_dojo.twin.reward import (
     Pred,
     ProgramSpec,
@@ -41,10 +41,7 @@ from pyrua_dojo.twin.reward import (
     is_pointA_in_B_functional_bbox,
 )
 
-LayoutFn = Callable[[Placer, np.random.Generator], str]
-ProgramFn = Callable[[Layout, WorldState], ProgramSpec]
 B = all_robot_back_to_origin
-NO_CLUTTER_STRIP = (-0.35, -0.5, 0.35, -0.4)  # the `_random` variants' ProhibitedArea (the arms' parking strip)
 YAW90 = (math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4))
 
 
@@ -133,19 +130,6 @@ MUGS = ("mug0", "mug1", "mug2")
 HANG_Z = 0.9  # upstream's env-frame height the handle point must be above (13.5 cm above the table)
 
 
-def _clutter(placer: Placer, rng: np.random.Generator) -> None:
-    """Upstream's `Clutter` of the `_random` variants: up to 20 objects of distinct categories (`category_unique`)
-    over the whole table, yaw +-30 deg, margin 1.5 cm; an object that does not fit is skipped."""
-    names = sorted(CLUTTER_OBJECTS)
-    for k in rng.permutation(len(names))[:20]:
-        label = f"clutter_{sum(o.label.startswith('clutter_') for o in placer.objects)}"
-        try:
-            placer.place(CLUTTER_OBJECTS[names[int(k)]], label, (-0.6, 0.6), (-0.5, 0.5), rotate_deg=30, margin=0.015,
-                         cluttered=True)
-        except PlacementError:
-            continue
-
-
 def _hang_layout(random_variant: bool) -> LayoutFn:
     """Upstream: the rack (`cup_holder[0]`, `_random` [1]; a fixture) in x [-0.2, 0.2], y [0, 0.05], yaw +-25 deg,
     margin 3 cm; three mugs (`allow_duplicate` from mug[0..9], `_random` [10..14]) in x [-0.45, 0.45],
@@ -161,7 +145,7 @@ def _hang_layout(random_variant: bool) -> LayoutFn:
             model_id = _pick(rng, G.MUG_INDICES_RANDOM if random_variant else G.MUG_INDICES)
             placer.place(G.mug(model_id), label, (-0.45, 0.45), (-0.25, 0.02), rotate_deg=(15, 165), margin=0.05)
         if random_variant:
-            _clutter(placer, rng)
+            place_clutter(placer, rng, 20, (-0.6, 0.6), (-0.5, 0.5))
         return _instruction("hang_mugs")
 
     return fn
@@ -234,7 +218,7 @@ def _dolls_layout(random_variant: bool) -> LayoutFn:
             placer.place(G.nesting_doll(int(group[int(k)])), label, (-0.45, 0.45), (-0.25, -0.05), rotate_deg=45,
                          margin=0.02)
         if random_variant:
-            _clutter(placer, rng)
+            place_clutter(placer, rng, 20, (-0.6, 0.6), (-0.5, 0.5))
         return _instruction("sort_nesting_dolls_by_size")
 
     return fn

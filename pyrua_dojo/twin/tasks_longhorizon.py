@@ -11,14 +11,14 @@ checks at once (`combinations(items, k)`, each combination an "all of" inside an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import combinations, pairwise
 
 import numpy as np
 
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_longhorizon as parts
-from pyrua_dojo.twin.layouts import Layout, Placer
+from pyrua_dojo.twin.layouts import Layout, LayoutFn, Placer, ProgramFn
 from pyrua_dojo.twin.objects import ObjectSpec
 from pyrua_dojo.twin.reward import (
     Pred,
@@ -38,9 +38,6 @@ from pyrua_dojo.twin.reward import (
     is_functional_point_lower_than_root_point,
 )
 from pyrua_dojo.twin.scene import SceneObject
-
-LayoutFn = Callable[[Placer, np.random.Generator], str]
-ProgramFn = Callable[[Layout, WorldState], ProgramSpec]
 
 
 def _instruction(task: str) -> str:

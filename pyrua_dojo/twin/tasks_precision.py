@@ -13,14 +13,13 @@ The assets are `objects_precision.py`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from itertools import combinations
 
 import numpy as np
 
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_precision as P
-from pyrua_dojo.twin.layouts import Layout, Placer
+from pyrua_dojo.twin.layouts import Layout, LayoutFn, Placer, ProgramFn
 from pyrua_dojo.twin.reward import (
     Pred,
     ProgramSpec,
@@ -39,8 +38,6 @@ from pyrua_dojo.twin.reward import (
     is_lift,
 )
 
-LayoutFn = Callable[[Placer, np.random.Generator], str]
-ProgramFn = Callable[[Layout, WorldState], ProgramSpec]
 B = all_robot_back_to_origin
 LEFT_RIGHT = ((-0.35, -0.15), (0.15, 0.35))
 

@@ -10,14 +10,13 @@ come from the catalogue (`pyrua_dojo.catalog`) when `tasks.py` registers these r
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_rearrange as parts
-from pyrua_dojo.twin.layouts import Layout, PlacementError, Placer
-from pyrua_dojo.twin.objects import CLUTTER_OBJECTS
+from pyrua_dojo.twin.layouts import NO_CLUTTER_STRIP, Layout, LayoutFn, Placer, ProgramFn, place_clutter
 from pyrua_dojo.twin.reward import (
     Pred,
     ProgramSpec,
@@ -44,11 +43,8 @@ from pyrua_dojo.twin.reward import (
     update_object_state,
 )
 
-LayoutFn = Callable[[Placer, np.random.Generator], str]
 Lim = Sequence[float] | Sequence[Sequence[float]]  # a range, or a union of ranges
-ProgramFn = Callable[[Layout, WorldState], ProgramSpec]
 
-NO_CLUTTER_STRIP = (-0.35, -0.5, 0.35, -0.4)  # the `_random` variants' ProhibitedArea (the arms' parking strip)
 _X90 = (math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0)  # +90 deg about x: local y -> world z
 
 
@@ -60,15 +56,8 @@ def _clutter(placer: Placer, rng: np.random.Generator, groups: Sequence[tuple[Li
     """RoboDojo's `Clutter` entries: per (xlim, ylim) group (ranges may be unions) up to 10 objects of distinct
     categories (`category_unique`, drawn per group), yaw +-30 deg, margin 1.5 cm; an object that does not fit is
     skipped. Labels run on across groups (clutter_0, clutter_1, ...)."""
-    names = sorted(CLUTTER_OBJECTS)
     for xlim, ylim in groups:
-        for k in rng.permutation(len(names))[:10]:
-            label = f"clutter_{sum(o.label.startswith('clutter_') for o in placer.objects)}"
-            try:
-                placer.place(CLUTTER_OBJECTS[names[int(k)]], label, xlim, ylim, rotate_deg=30, margin=0.015,
-                             cluttered=True)
-            except PlacementError:
-                continue
+        place_clutter(placer, rng, 10, xlim, ylim)
 
 
 # ------------------------------------------------------------------------------------------------------ push_T

@@ -10,14 +10,13 @@ query, so neither can fail before its step limit. The assets are `objects_tools.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from itertools import combinations
 
 import numpy as np
 
 from pyrua_dojo.catalog import get_task as catalogued
 from pyrua_dojo.twin import objects_tools as T
-from pyrua_dojo.twin.layouts import Layout, Placer
+from pyrua_dojo.twin.layouts import Layout, LayoutFn, Placer, ProgramFn
 from pyrua_dojo.twin.reward import (
     Pred,
     ProgramSpec,
@@ -36,8 +35,6 @@ from pyrua_dojo.twin.reward import (
     is_not_lift,
 )
 
-LayoutFn = Callable[[Placer, np.random.Generator], str]
-ProgramFn = Callable[[Layout, WorldState], ProgramSpec]
 B = all_robot_back_to_origin
 
 

@@ -21,19 +21,13 @@ if [[ $# -ne 10 ]]; then
     exit 2
 fi
 
-bench_name=${1}
-task_name=${2}
-ckpt_name=${3}
-env_cfg_type=${4}
-action_type=${5}
-seed=${6}
+pyrua_leading_args "$@"
 policy_gpu_id=${7}
 env_gpu_id=${8}
 policy_conda_env=${9}
 eval_env_conda_env=${10}
 
-XPL_ROOT="$(cd "${SCRIPT_DIR}/../.." && pwd)"
-UTILS_DIR="${XPL_ROOT}/utils"
+pyrua_xpolicylab_paths
 
 SERVER_SCRIPT="${SCRIPT_DIR}/setup_eval_policy_server.sh"
 CLIENT_SCRIPT="${SCRIPT_DIR}/setup_eval_env_client.sh"

@@ -35,6 +35,27 @@ pyrua_take_flags() {
     export PYRUA_DRY_RUN
 }
 
+# pyrua_leading_args "$@": XPolicyLab's six leading arguments, the same in every script, as bench_name, task_name,
+# ckpt_name, env_cfg_type, action_type and seed.
+pyrua_leading_args() {
+    bench_name=${1}
+    task_name=${2}
+    ckpt_name=${3}
+    env_cfg_type=${4}
+    action_type=${5}
+    seed=${6}
+}
+
+# pyrua_xpolicylab_paths: the XPolicyLab checkout around this policy folder (SCRIPT_DIR = <XPL_ROOT>/policy/<name>):
+# XPL_ROOT, BENCH_ROOT (its parent), UTILS_DIR, policy_name and the policy's yaml_file (deploy.yml).
+pyrua_xpolicylab_paths() {
+    XPL_ROOT="$(cd "${SCRIPT_DIR}/../.." && pwd)"
+    BENCH_ROOT="$(cd "${XPL_ROOT}/.." && pwd)"
+    UTILS_DIR="${XPL_ROOT}/utils"
+    policy_name="$(basename "${SCRIPT_DIR}")"
+    yaml_file="${XPL_ROOT}/policy/${policy_name}/deploy.yml"
+}
+
 pyrua_dry() { [[ "${PYRUA_DRY_RUN}" == "1" ]]; }
 
 pyrua_log() { echo "[PyRUA_Dojo] $*" >&2; }

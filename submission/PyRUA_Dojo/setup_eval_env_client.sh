@@ -25,24 +25,14 @@ if [[ $# -lt 10 || $# -gt 11 ]]; then
     exit 2
 fi
 
-bench_name=${1}
-task_name=${2}
-ckpt_name=${3}
-env_cfg_type=${4}
-action_type=${5}
-seed=${6}
+pyrua_leading_args "$@"
 env_gpu_id=${7}
 eval_env_conda_env=${8}
 additional_info=${9}
 policy_server_port=${10}
 policy_server_ip=${11:-"localhost"}
 
-XPL_ROOT="$(cd "${SCRIPT_DIR}/../.." && pwd)"
-BENCH_ROOT="$(cd "${XPL_ROOT}/.." && pwd)"
-UTILS_DIR="${XPL_ROOT}/utils"
-
-policy_name="$(basename "${SCRIPT_DIR}")"
-yaml_file="${XPL_ROOT}/policy/${policy_name}/deploy.yml"
+pyrua_xpolicylab_paths
 
 echo "[CLIENT] policy=${policy_name}, task=${task_name}, server=${policy_server_ip}:${policy_server_port}"
 

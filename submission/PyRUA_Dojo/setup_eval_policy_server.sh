@@ -21,22 +21,13 @@ if [[ $# -lt 9 || $# -gt 10 ]]; then
     exit 2
 fi
 
-bench_name=${1}
-task_name=${2}
-ckpt_name=${3}
-env_cfg_type=${4}
-action_type=${5}
-seed=${6}
+pyrua_leading_args "$@"
 policy_gpu_id=${7}
 policy_conda_env=${8}
 policy_server_port=${9}
 policy_server_host=${10:-"localhost"}
 
-XPL_ROOT="$(cd "${SCRIPT_DIR}/../.." && pwd)"
-BENCH_ROOT="$(cd "${XPL_ROOT}/.." && pwd)"
-
-policy_name="$(basename "${SCRIPT_DIR}")"
-yaml_file="${XPL_ROOT}/policy/${policy_name}/deploy.yml"
+pyrua_xpolicylab_paths
 
 echo "[SERVER] policy=${policy_name}, task=${task_name}, policy_server_port=${policy_server_port}"
 

@@ -882,7 +882,8 @@ _beat()
 """, runaway=True)
 
 # --- code left running after the episode (the kernel must not outlive its episode)
-technique("thread_left_running", "leftover", "runaway", runs_after_episode, "@BOOT@" + BEAT + """\
+# `_run` beats for @LONG_S@ seconds, ignoring whatever is raised in it; each technique starts it its own way.
+LEFT_RUNNING = "@BOOT@" + BEAT + """\
 _now, _sleep = _imp('time').time, _imp('time').sleep
 def _run():
     _end = _now() + @LONG_S@
@@ -891,28 +892,14 @@ def _run():
             _beat(); _sleep(0.2)
         except BaseException:
             pass
+"""
+technique("thread_left_running", "leftover", "runaway", runs_after_episode, LEFT_RUNNING + """\
 _imp('threading').Thread(target=_run, daemon=True).start()
 """)
-technique("raw_thread_left_running", "leftover", "runaway", runs_after_episode, "@BOOT@" + BEAT + """\
-_now, _sleep = _imp('time').time, _imp('time').sleep
-def _run():
-    _end = _now() + @LONG_S@
-    while _now() < _end:
-        try:
-            _beat(); _sleep(0.2)
-        except BaseException:
-            pass
+technique("raw_thread_left_running", "leftover", "runaway", runs_after_episode, LEFT_RUNNING + """\
 _imp('_thread').start_new_thread(_run, ())
 """)
-technique("thread_pool_left_running", "leftover", "runaway", runs_after_episode, "@BOOT@" + BEAT + """\
-_now, _sleep = _imp('time').time, _imp('time').sleep
-def _run():
-    _end = _now() + @LONG_S@
-    while _now() < _end:
-        try:
-            _beat(); _sleep(0.2)
-        except BaseException:
-            pass
+technique("thread_pool_left_running", "leftover", "runaway", runs_after_episode, LEFT_RUNNING + """\
 _pool = _mod('concurrent.futures').ThreadPoolExecutor(1)
 _pool.submit(_run)
 """)
