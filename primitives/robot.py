@@ -101,6 +101,10 @@ class Robo:
         )
         self._lower = station.x5.lower
         self._upper = station.x5.upper
+        # Where the station reports the TCP, minus where the agent's model puts the commanded joints, last seen with
+        # the arm free (its joints where commanded). On a station that differs a little from the model (a real one)
+        # this is a few mm even at rest; contact tests compare changes against it, not the raw difference.
+        self._free_offset = {arm: self._offset_now(arm) for arm in ARMS}
 
     # ------------------------------------------------------------------ state (no steps)
     @property
@@ -726,6 +730,8 @@ class Robo:
             if lag < 0.01:
                 break
             steps += self._send({}, {}, 1)
+        for arm in finals:
+            self._note_free(arm)
         return self._motion_result(targets, True, "", steps)
 
     def _motion_result(self, targets: dict[str, FloatArray], planned: bool, reason: str, steps: int) -> Motion:
@@ -784,7 +790,7 @@ class Robo:
             steps += self._send({arm: np.array(qs)}, {}, len(qs))
             done = ds[len(qs) - 1]
             _, tcp = self._measured_tcp(arm)
-            if float(np.dot(start + done * direction - tcp, direction)) > cfg.contact_lag_m:
+            if float(np.dot(start + done * direction - (tcp - self._free_offset[arm]), direction)) > cfg.contact_lag_m:
                 stopped_by = "contact"
                 break
             if stopped_by == "no_ik" or done >= length - 1e-9:
@@ -792,16 +798,18 @@ class Robo:
         if stopped_by == "contact":
             # Stop pressing: command the pose where the TCP actually is.
             _, tcp = self._measured_tcp(arm)
-            r = kin.ik(make_transform(rot, tcp), self._cmd_q[arm], point="tcp")
+            r = kin.ik(make_transform(rot, tcp - self._free_offset[arm]), self._cmd_q[arm], point="tcp")
             if r.converged:
                 steps += self._send({arm: r.q[None, :]}, {}, 1)
+        else:
+            self._note_free(arm)
         _, tcp = self._measured_tcp(arm)
         return Descent(
             arm=arm,
             stopped_by=stopped_by,
             contact=stopped_by == "contact",
             tcp=[round(float(v), 4) for v in tcp],
-            travelled_m=round(float(np.dot(tcp - start, direction)), 4),
+            travelled_m=round(float(np.dot(tcp - self._free_offset[arm] - start, direction)), 4),
             steps_used=steps,
             steps_left=self.steps_left,
         )
@@ -833,15 +841,24 @@ class Robo:
         width = 2.0 * (g.scale[0] + min(1.0, opening) * span)
         return Grip(arm, command, round(value, 4), held, round(width, 4), steps, self.steps_left)
 
+    def _offset_now(self, arm: str) -> FloatArray:
+        """The reported TCP minus the modelled TCP of the commanded joints, now."""
+        return self._measured_tcp(arm)[1] - self._tcp_frame(arm, self._cmd_q[arm])[1]
+
+    def _note_free(self, arm: str) -> None:
+        """The arm's joints are where they were commanded (nothing blocks it): remember the model's offset."""
+        if float(np.max(np.abs(self._obs.joints[arm] - self._cmd_q[arm]))) < 0.005:
+            self._free_offset[arm] = self._offset_now(arm)
+
     def _stop_pressing(self, arm: str) -> int:
         """When the arm presses on something (its measured TCP over `press_lag_m` above the commanded one),
         command the measured position, 1 mm higher: one action, or none when it does not press."""
         rot, cmd = self._tcp_frame(arm, self._cmd_q[arm])
         _, tcp = self._measured_tcp(arm)
-        if tcp[2] - cmd[2] <= self._config.press_lag_m:
+        if tcp[2] - self._free_offset[arm][2] - cmd[2] <= self._config.press_lag_m:
             return 0
-        r = self._kin.arm(arm).ik(make_transform(rot, tcp + np.array([0.0, 0.0, 0.001])), self._cmd_q[arm],
-                                  point="tcp")
+        r = self._kin.arm(arm).ik(make_transform(rot, tcp - self._free_offset[arm] + np.array([0.0, 0.0, 0.001])),
+                                  self._cmd_q[arm], point="tcp")
         return self._send({arm: r.q[None, :]}, {}, 1) if r.converged else 0
 
     def _send(self, joint_paths: dict[str, FloatArray], grippers: dict[str, float], n: int) -> int:

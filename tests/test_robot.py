@@ -324,3 +324,26 @@ def test_check_move_matches_the_move_and_moves_nothing(station_env):
         robo.check_move("left", [0, 0, 0.9], path="fly")
     with pytest.raises(ValueError):
         robo.move_to("left", [0, 0, 0.9], path="transit", clearance=1.0)
+
+
+@pytest.mark.parametrize("layout", [0, 1])
+def test_a_guarded_descent_on_a_station_unlike_the_model_stops_only_on_contact(layout):
+    """On a drawn station the reported TCP sits a few mm from the modelled one even at rest (LLM trials: every
+    descent in free air stopped at once, "contact", travelled -0.003); contact is a change against that offset."""
+    from pyrua_dojo.twin.env import TwinConfig
+    from pyrua_dojo.twin.station_draw import station_for_layout
+
+    env = TwinEnv(TwinConfig(station=station_for_layout("unknown", 10, layout)))
+    try:
+        env.reset("stack_blocks", 10, layout)
+        bridge = EnvBridge(env)
+        robo = Robo(bridge, bridge.first_observation(), station=STATION, step_limit=env.step_lim)
+        assert robo.move_to("left", [-0.3, -0.2, 0.90], yaw=0.0, path="joint").reached
+        free = robo.descend("left", by=0.05, speed=0.05)
+        assert free.stopped_by == "target" and free.travelled_m == pytest.approx(0.05, abs=0.004)
+        assert robo.move_to("left", [-0.35, -0.25, 0.86], yaw=0.0, path="joint").reached
+        robo.close("left")
+        table = robo.descend("left", z=0.70, speed=0.05)
+        assert table.stopped_by == "contact" and table.tcp[2] - STATION.table.top_z < PAD_HALF + 0.008
+    finally:
+        env.close()
