@@ -48,7 +48,7 @@ import numpy as np
 
 from calibration import CAMERAS, Camera, Station
 from calibration.transforms import FloatArray, quat_to_matrix
-from primitives.bridge import Observation
+from primitives.actions import Observation
 from primitives.kinematics import X5Kinematics
 from primitives.results import CameraMeta, Located
 from primitives.segmentation import Instance, SegmentationClient

@@ -15,8 +15,9 @@ import numpy as np
 
 from calibration import ARMS, CAMERAS, Station
 from calibration.transforms import FloatArray, make_transform, quat_to_matrix, rotation_angle
-from primitives.bridge import Bridge, Observation, make_action, validate_chunk
-from primitives.errors import CancelToken, EpisodeFinished
+from primitives.actions import Bridge, Observation
+from primitives.commands import CommandEngine
+from primitives.errors import CancelToken
 from primitives.kinematics import X5Kinematics, tilted_rotation
 from primitives.motion import Limits, joint_path, line_path
 from primitives.perception import Perception
@@ -81,20 +82,19 @@ class Robo:
         record_call: CallRecorder | None = None,
         config: RoboConfig = RoboConfig(),
     ) -> None:
-        self._bridge = bridge
         self._station = station
         # One kinematics model per episode: the perception's, when it comes with one.
         self._kin = perception.kinematics if perception is not None else X5Kinematics(station)
         self._perception = perception if perception is not None else Perception(station, self._kin, None)
-        self._cancel = cancel if cancel is not None else CancelToken()
         self._on_image = on_image
         self._record = record_call
         self._config = config
-        self._step_limit = int(step_limit)
-        self._steps = 0
-        self._obs = Observation.from_robodojo(first_observation, 0)
-        self._cmd_q = {arm: self._obs.joints[arm].copy() for arm in ARMS}
-        self._cmd_g = {arm: float(self._obs.gripper[arm]) for arm in ARMS}
+        # The command engine runs the chunks and owns the step count. An engine passed as the bridge (the episode's,
+        # shared with runners that drive the station themselves) is used as it is.
+        self._commands = (
+            bridge if isinstance(bridge, CommandEngine)
+            else CommandEngine(bridge, first_observation, station=station, step_limit=step_limit, cancel=cancel)
+        )
         self._limits = Limits(
             joint_speed=np.minimum(station.x5.velocity_limits * 0.95, config.joint_speed),
             tcp_speed=config.tcp_speed,
@@ -115,12 +115,12 @@ class Robo:
     @property
     def steps_used(self) -> int:
         """Actions sent to the station so far in this episode (including a chunk the episode ended during)."""
-        return self._steps
+        return self._commands.steps_used
 
     @property
     def steps_left(self) -> int:
         """Actions left before the task's step limit ends the episode."""
-        return max(0, self._step_limit - self._steps)
+        return self._commands.steps_left
 
     @property
     def instruction(self) -> str:
@@ -130,7 +130,7 @@ class Robo:
     def state(self) -> RobotState:
         """Both arms as last observed, the step count and the instruction."""
         t0 = time.perf_counter()
-        result = RobotState(self._steps, self.steps_left, self._arm_state("left"), self._arm_state("right"),
+        result = RobotState(self.steps_used, self.steps_left, self._arm_state("left"), self._arm_state("right"),
                             self._obs.instruction)
         self._log("state", {}, result, t0, 0, host=False)
         return result
@@ -863,29 +863,22 @@ class Robo:
 
     def _send(self, joint_paths: dict[str, FloatArray], grippers: dict[str, float], n: int) -> int:
         """Send n actions: arms in joint_paths follow them, others hold; grippers set as given. Returns n."""
-        self._cancel.check()
-        if self.steps_left <= 0:
-            raise EpisodeFinished("step_limit", "the task's step limit is used up")
-        for arm, g in grippers.items():
-            self._cmd_g[arm] = float(g)
-        chunk = []
-        rows = {arm: self._cmd_q[arm] for arm in ARMS}
-        for i in range(n):
-            for arm, path in joint_paths.items():
-                rows[arm] = path[min(i, len(path) - 1)]
-            chunk.append(make_action(rows["left"], self._cmd_g["left"], rows["right"], self._cmd_g["right"]))
-        validate_chunk(chunk, self._lower, self._upper)
-        for arm in joint_paths:
-            self._cmd_q[arm] = np.array(rows[arm], dtype=float)
-        try:
-            raw = self._bridge.exchange(chunk)
-        except EpisodeFinished as end:
-            self._steps += min(n, max(0, end.ran))  # the station ran them (or began to) before the episode ended
-            raise
-        self._steps += n
-        self._obs = Observation.from_robodojo(raw, self._steps)
-        self._cancel.check()
-        return n
+        return self._commands.send(joint_paths, grippers, n)
+
+    @property
+    def _obs(self) -> Observation:
+        """The latest observation (the command engine's)."""
+        return self._commands.observation
+
+    @property
+    def _cmd_q(self) -> dict[str, FloatArray]:
+        """Commanded joint targets per arm (the command engine's)."""
+        return self._commands.commanded_q
+
+    @property
+    def _cmd_g(self) -> dict[str, float]:
+        """Commanded gripper values per arm (the command engine's)."""
+        return self._commands.commanded_g
 
     def _check_arm(self, arm: str) -> None:
         if arm not in ARMS:
@@ -927,7 +920,7 @@ class Robo:
             "args": args,
             "result": summary,
             "steps": steps,
-            "step": self._steps,
+            "step": self.steps_used,
             "elapsed_s": round(time.perf_counter() - t0, 4),
             "host": host,
         })

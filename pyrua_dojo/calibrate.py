@@ -33,7 +33,7 @@ import yaml
 from calibration import ARMS, CAMERAS, Station, load_station
 from calibration.fit import CalibrationFit, PoseSample, fit_station
 from calibration.transforms import FloatArray, pose_to_transform
-from primitives.bridge import Action, Bridge, Observation, make_action, validate_chunk
+from primitives.actions import Action, Bridge, Observation, make_action, validate_chunk
 from primitives.errors import CancelToken, EpisodeFinished
 from primitives.kinematics import X5Kinematics
 from primitives.motion import Limits, joint_path

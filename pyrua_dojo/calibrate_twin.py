@@ -83,7 +83,7 @@ def run_on_twin(
     truth: the station the twin simulates (default: the twin's station truth); agent_calibration: the calibration file
     the policy starts from (default: none, the packaged defaults); max_steps: stop after this many actions.
     """
-    from pyrua_dojo.policy import Model
+    from pyrua_dojo.plugin.model import Model
     from pyrua_dojo.twin import TwinConfig, TwinEnv
 
     true_station = truth if truth is not None else load_truth_station()

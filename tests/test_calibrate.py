@@ -23,7 +23,7 @@ from calibration.transforms import quat_from_axis_angle, quat_multiply, rotation
 from primitives.errors import CancelToken
 from primitives.kinematics import X5Kinematics
 from primitives.robot import Robo
-from pyrua_dojo.bridge import EnvBridge
+from pyrua_dojo.runtime.stepping import EnvBridge
 from pyrua_dojo.calibrate import (
     DEFAULT_PLAN,
     CalibrationPose,

@@ -20,10 +20,10 @@ class Missing(importlib.abc.MetaPathFinder):
             raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
         return None
 sys.meta_path.insert(0, Missing())
-import submission.PyRUA_Dojo.model, submission.PyRUA_Dojo.deploy, pyrua_dojo.policy, pyrua_dojo.wire
+import submission.PyRUA_Dojo.model, submission.PyRUA_Dojo.deploy, pyrua_dojo.plugin.model, pyrua_dojo.wire
 from pyrua_dojo.cli import build_parser
 build_parser()
-from pyrua_dojo.policy import Model
+from pyrua_dojo.plugin.model import Model
 model = Model({{"task_name": "stack_blocks", "planner": "scripted", "run_root": sys.argv[1]}})
 model.close()
 print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules}})))

@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 from calibration import load_station  # noqa: E402
 from calibration.transforms import quat_to_matrix  # noqa: E402
 from primitives.robot import Robo  # noqa: E402
-from pyrua_dojo.bridge import EnvBridge  # noqa: E402
+from pyrua_dojo.runtime.stepping import EnvBridge  # noqa: E402
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv  # noqa: E402
 
 STATION = load_station()

@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 
 from calibration import load_station  # noqa: E402
 from pyrua_dojo.benchmarks.locate import unique_prompt, without_depth  # noqa: E402
-from primitives.bridge import Observation  # noqa: E402
+from primitives.actions import Observation  # noqa: E402
 from primitives.kinematics import X5Kinematics  # noqa: E402
 from primitives.perception import Perception  # noqa: E402
 from primitives.results import Located  # noqa: E402

@@ -13,10 +13,10 @@ import pytest
 
 from calibration import load_station
 from calibration.transforms import quat_to_matrix
-from primitives.bridge import Action
+from primitives.actions import Action
 from primitives.kinematics import X5Kinematics
 from primitives.robot import Robo
-from pyrua_dojo.bridge import EnvBridge
+from pyrua_dojo.runtime.stepping import EnvBridge
 from pyrua_dojo.twin.env import TwinEnv
 
 STATION = load_station()

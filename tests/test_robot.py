@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from calibration import load_station
-from primitives.bridge import Action
+from primitives.actions import Action
 from primitives.errors import EpisodeFinished
 from primitives.kinematics import X5Kinematics
 from primitives.robot import Robo
-from pyrua_dojo.bridge import EnvBridge
+from pyrua_dojo.runtime.stepping import EnvBridge
 from pyrua_dojo.twin.env import TwinEnv
 
 STATION = load_station()

@@ -19,7 +19,7 @@ from calibration import load_station
 from calibration.transforms import quat_to_matrix
 from primitives.errors import EpisodeFinished
 from primitives.robot import Robo
-from pyrua_dojo.bridge import EnvBridge
+from pyrua_dojo.runtime.stepping import EnvBridge
 from pyrua_dojo.twin.env import TwinEnv
 
 STATION = load_station()

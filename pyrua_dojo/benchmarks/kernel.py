@@ -49,7 +49,7 @@ def main(cells: int = 200, starts: int = 5, executors: int = 20) -> int:
             ex.close()
         from calibration import load_station
         from primitives.robot import Robo
-        from pyrua_dojo.bridge import EnvBridge
+        from pyrua_dojo.runtime.stepping import EnvBridge
         from pyrua_dojo.twin.env import TwinEnv
 
         env = TwinEnv()

@@ -22,14 +22,14 @@ from rich.table import Table
 
 from calibration import load_station
 from calibration.transforms import quat_to_matrix
-from primitives.bridge import Observation
+from primitives.actions import Observation
 from primitives.errors import EpisodeFinished
 from primitives.kinematics import X5Kinematics
 from primitives.perception import Perception
 from primitives.results import Located
 from primitives.robot import Robo
 from primitives.segmentation import SegmentationClient
-from pyrua_dojo.bridge import EnvBridge
+from pyrua_dojo.runtime.stepping import EnvBridge
 from pyrua_dojo.segmentation.serve import serve_twin
 from pyrua_dojo.calibrate_twin import StationCalibrations
 from pyrua_dojo.segmentation.twin_backend import NOISE_LEVELS, TwinNoise, normalize_words

@@ -21,13 +21,13 @@ from rich.table import Table
 from calibration import Station, load_station
 from calibration.transforms import quat_to_matrix
 from pyrua_dojo.benchmarks.locate import unique_prompt, without_depth
-from primitives.bridge import Observation
+from primitives.actions import Observation
 from primitives.kinematics import X5Kinematics
 from primitives.perception import Perception
 from primitives.results import Located
 from primitives.robot import Robo
 from primitives.segmentation import SegmentationClient
-from pyrua_dojo.bridge import EnvBridge
+from pyrua_dojo.runtime.stepping import EnvBridge
 from pyrua_dojo.segmentation.serve import serve_twin
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.twin.objects import IDENTITY, UPSIDE_DOWN

@@ -21,10 +21,10 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from pyrua_dojo.bridge import INFER_SEQ_KEY
+from pyrua_dojo.runtime.stepping import INFER_SEQ_KEY
 from pyrua_dojo.calibrate_twin import StationCalibrations
 from pyrua_dojo.catalog import get_task
-from pyrua_dojo.policy import Model
+from pyrua_dojo.plugin.model import Model
 from pyrua_dojo.segmentation.serve import serve_twin
 from pyrua_dojo.segmentation.twin_backend import noise_level
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv, UnstableLayoutError

@@ -40,7 +40,7 @@ DEFAULT_REQUEST_TIMEOUT_S = 3600.0
 #: `config` dataclass is read at every request.
 TIMEOUT_HOLDERS: tuple[tuple[str, ...], ...] = (("_client", "config"), ("_client", "_config"), ("config",), ("_config",))
 
-#: Key in `obs["additional_info"]` that numbers the observations of an episode (pyrua_dojo.bridge reads it).
+#: Key in `obs["additional_info"]` that numbers the observations of an episode (pyrua_dojo.runtime.stepping reads it).
 INFER_SEQ_KEY = "pyrua_infer_seq"
 
 Stop = Literal["episode_end", "empty_chunk", "bad_chunk", "no_running_env"]

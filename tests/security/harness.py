@@ -5,7 +5,7 @@ outside the workspace, an API key in the host's environment, TCP/UDP/unix listen
 handler in the test process), plays the techniques' cells in `pyrua-dojo play` episodes run by child processes
 whose LLM sends those cells (tests/security/host.py), then judges every technique by what can be observed from
 here: files, listeners, the host's stdout and stderr, its process-wide state before and after, the twin's truth,
-heartbeat files that keep growing. The episode uses whatever executor `pyrua_dojo.episode` builds (today the
+heartbeat files that keep growing. The episode uses whatever executor `pyrua_dojo.runtime.episode` builds (today the
 kernel), with the confinement the mode's deploy.yml overrides select.
 """
 

@@ -1,8 +1,9 @@
-"""What primitives send and receive: RoboDojo joint-mode actions out, observations in, through a bridge.
+"""Actions and observations: RoboDojo joint-mode actions out, observations in, through a bridge.
 
-Primitives never talk to a simulator. They build action chunks (one action per 40 ms step, both arms and both
-grippers in every action) and call `bridge.exchange(chunk)`, which blocks until the chunk has run and returns
-the next observation. A finished episode raises `EpisodeFinished` from the bridge.
+The one module that builds, checks and holds actions and parses RoboDojo's observation dict. Primitives never talk
+to a simulator. They build action chunks (one action per 40 ms step, both arms and both grippers in every action)
+and call `bridge.exchange(chunk)`, which blocks until the chunk has run and returns the next observation. A
+finished episode raises `EpisodeFinished` from the bridge.
 """
 
 from __future__ import annotations
@@ -66,6 +67,27 @@ def validate_chunk(chunk: Sequence[Action], lower: FloatArray, upper: FloatArray
                 raise ValueError(f"action {i}: {key} must be within [0, 1], got {v[0]}")
 
 
+def _parse_arms(
+    obs: Mapping[str, Any], *, ee_pose: bool = True
+) -> tuple[dict[str, FloatArray], dict[str, FloatArray], dict[str, float]]:
+    """Joints, ee poses (unless `ee_pose` is False) and gripper values per arm from an observation's `state`;
+    ValueError when malformed."""
+    try:
+        state = obs["state"]
+    except (KeyError, TypeError):
+        raise ValueError("observation must hold 'state'") from None
+    joints, ee, grip = {}, {}, {}
+    for arm in ARMS:
+        try:
+            joints[arm] = np.asarray(state[f"{arm}_arm_joint_state"], dtype=float).reshape(6)
+            if ee_pose:
+                ee[arm] = np.asarray(state[f"{arm}_ee_pose"], dtype=float).reshape(7)
+            grip[arm] = float(np.asarray(state[f"{arm}_ee_joint_state"], dtype=float).reshape(-1)[0])
+        except (KeyError, ValueError, IndexError) as exc:
+            raise ValueError(f"observation state for the {arm} arm is missing or malformed: {exc}") from None
+    return joints, ee, grip
+
+
 @dataclass(frozen=True, eq=False)
 class Observation:
     """One RoboDojo observation, parsed. `step` = actions executed before it was taken."""
@@ -84,18 +106,11 @@ class Observation:
     def from_robodojo(cls, obs: Mapping[str, Any], step: int) -> Observation:
         """Parse RoboDojo's observation dict; raises ValueError naming what is missing or malformed."""
         try:
-            state = obs["state"]
+            obs["state"]
             vision = obs["vision"]
         except (KeyError, TypeError):
             raise ValueError("observation must hold 'state' and 'vision'") from None
-        joints, ee, grip = {}, {}, {}
-        for arm in ARMS:
-            try:
-                joints[arm] = np.asarray(state[f"{arm}_arm_joint_state"], dtype=float).reshape(6)
-                ee[arm] = np.asarray(state[f"{arm}_ee_pose"], dtype=float).reshape(7)
-                grip[arm] = float(np.asarray(state[f"{arm}_ee_joint_state"], dtype=float).reshape(-1)[0])
-            except (KeyError, ValueError, IndexError) as exc:
-                raise ValueError(f"observation state for the {arm} arm is missing or malformed: {exc}") from None
+        joints, ee, grip = _parse_arms(obs)
         images, depth, intr, extr = {}, {}, {}, {}
         for cam in CAMERAS:
             view = vision.get(cam)
@@ -134,3 +149,20 @@ class Observation:
         if world_from_env is not None:
             e = np.linalg.inv(world_from_env) @ e
         return Camera.from_usd_extrinsic(name, intr, e)
+
+
+def hold_action(observed: Observation | Mapping[str, Any] | None, last: Action | None = None) -> Action:
+    """An action that keeps everything where it is: the last commanded targets, else the measured state.
+
+    `observed` is an `Observation` or RoboDojo's raw dict, of which only the joints and gripper values are read (a
+    hold must not fail for a missing camera).
+    """
+    if last is not None:
+        return {k: np.array(v, dtype=np.float64, copy=True) for k, v in last.items()}
+    if observed is None:
+        raise ValueError("no observation and no previous action to hold")
+    if isinstance(observed, Observation):
+        joints, grip = observed.joints, observed.gripper
+    else:
+        joints, _, grip = _parse_arms(observed, ee_pose=False)
+    return make_action(joints["left"], grip["left"], joints["right"], grip["right"])

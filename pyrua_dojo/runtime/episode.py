@@ -1,7 +1,8 @@
-"""One episode: the agent thread, its step bridge, its `robo`, its cells and its run directory.
+"""One episode: the agent thread, its stepping, its command engine and `robo`, its cells and its run directory.
 
-Created on the first observation after a reset; `on_infer` serves every INFER; `close` ends it (on the next
-reset), cancelling the agent and an in-flight LLM request, and joins the thread within a bound.
+Created on the first observation after a reset; `on_infer` serves every INFER; `hold_from_now` stops serving the
+agent after a failure; `close` ends it (on the next reset), cancelling the agent and an in-flight LLM request, and
+joins the thread within a bound. What the Model needs it asks the Episode; the stepping and the engine stay inside.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import numpy as np
 
 from calibration import CAMERAS, Station
 from calibration.transforms import quat_angle
-from primitives.bridge import Action, Observation
+from primitives.actions import Action, Observation
+from primitives.commands import CommandEngine
 from primitives.errors import CancelToken
 from primitives.kinematics import X5Kinematics
 from primitives.perception import Perception
@@ -25,7 +27,7 @@ from primitives.results import CapturedImage
 from primitives.robot import Robo
 from primitives.segmentation import SegmentationClient
 from pyrua_dojo.agent import Agent, AgentResult
-from pyrua_dojo.bridge import StepBridge
+from pyrua_dojo.runtime.stepping import StepBridge
 from pyrua_dojo.catalog import get_task
 from pyrua_dojo.kernel.host import KernelExecutor
 from pyrua_dojo.config import PolicyConfig
@@ -82,9 +84,9 @@ class Episode:
         self.config = config
         self.env_idx = env_idx
         self.run_dir = run_dir
-        self._log = logger or logging.getLogger("pyrua_dojo.episode")
+        self._log = logger or logging.getLogger("pyrua_dojo.runtime.episode")
         self.cancel = CancelToken()
-        self.bridge = StepBridge(self.cancel, first_observation, hold_steps=config.hold_steps)
+        self._stepping = StepBridge(self.cancel, first_observation, hold_steps=config.hold_steps)
         self.result: AgentResult | Any | None = None
         self._images: list[CapturedImage] = []
         self._images_lock = threading.Lock()
@@ -103,10 +105,15 @@ class Episode:
             },
         )
         try:
+            # The one owner of the step count: `robo` and the calibration routine both send through it.
+            self._commands = CommandEngine(
+                self._stepping, first_observation, station=station, step_limit=spec_limit, cancel=self.cancel
+            )
+            first = self._commands.observation
             kin = X5Kinematics(station)
             perception = Perception(station, kin, segmentation)
             self.robo = Robo(
-                self.bridge,
+                self._commands,
                 first_observation,
                 station=station,
                 step_limit=spec_limit,
@@ -115,7 +122,7 @@ class Episode:
                 on_image=self._capture,
                 record_call=self.trace.record_call,
             )
-            self._check_kinematics(kin, first_observation)
+            self._check_kinematics(kin, first)
             self.executor: KernelExecutor | None = None
             if config.planner != "calibrate":
                 # The kernel process starts now and comes up while the task card and the prompt are built.
@@ -128,7 +135,6 @@ class Episode:
                     kernel=config.kernel,
                     on_event=self._kernel_event,
                 )
-            first = Observation.from_robodojo(first_observation, 0)
             card = TaskCard.for_task(
                 config.task,
                 first.instruction or None,
@@ -142,7 +148,7 @@ class Episode:
             if config.planner == "calibrate":
                 from pyrua_dojo.calibrate import CalibrationRoutine
 
-                self.agent = CalibrationRoutine(self.robo, self.bridge, self.trace, self.cancel, station=station)
+                self.agent = CalibrationRoutine(self.robo, self._commands, self.trace, self.cancel, station=station)
             else:
                 assert self.executor is not None
                 self.agent = Agent(
@@ -152,7 +158,7 @@ class Episode:
                     trace=self.trace,
                     config=config.agent,
                     cancel=self.cancel,
-                    steps=lambda: self.robo.steps_used,
+                    steps=lambda: self._commands.steps_used,
                 )
         except Exception:
             executor = getattr(self, "executor", None)
@@ -170,14 +176,22 @@ class Episode:
     # ---------------------------------------------------------------- served by the Model
     def on_infer(self, obs: Mapping[str, Any]) -> list[Action]:
         """Deliver the observation to the agent and return the chunk to execute (a hold once it has finished)."""
-        return self.bridge.on_infer(obs, timeout_s=self.config.get_action_timeout_s)
+        return self._stepping.on_infer(obs, timeout_s=self.config.get_action_timeout_s)
+
+    def hold_from_now(self) -> None:
+        """Serving this episode failed: the agent stops being served and every later INFER gets a hold chunk."""
+        self._stepping.agent_finished()
+
+    def record_error(self, where: str, traceback_text: str) -> None:
+        """An error of the serving side, into this episode's events."""
+        self.trace.event("error", where=where, traceback=traceback_text)
 
     def close(self, reason: str = "reset") -> None:
         """End the episode: wake the agent with EpisodeFinished, abort its LLM request, join, close the trace."""
         if self._closed:
             return
         self._closed = True
-        self.bridge.end(reason)
+        self._stepping.end(reason)
         if self._thread.is_alive():
             self.agent.cancel(reason)
             self._thread.join(self.config.reset_join_s)
@@ -191,15 +205,15 @@ class Episode:
         self.trace.update_result(episode={
             "closed_by": reason,
             "steps_used": self.steps_used,
-            "chunks": self.bridge.chunks_sent,
-            "hold_chunks": self.bridge.hold_chunks_sent,
+            "chunks": self._stepping.chunks_sent,
+            "hold_chunks": self._stepping.hold_chunks_sent,
         })
         self.trace.close()
 
     @property
     def steps_used(self) -> int:
-        """Actions this episode's runner sent (the calibration routine drives the bridge itself)."""
-        return int(getattr(self.agent, "steps_used", self.robo.steps_used))
+        """Actions the station ran in this episode (the command engine's count, whoever drove it)."""
+        return self._commands.steps_used
 
     @property
     def running(self) -> bool:
@@ -213,7 +227,7 @@ class Episode:
             self._log.exception("agent of env %d failed", self.env_idx)
             self.trace.event("error", where="agent thread", traceback=traceback.format_exc())
         finally:
-            self.bridge.agent_finished()
+            self._stepping.agent_finished()
 
     def _kernel_event(self, kind: str, **fields: Any) -> None:
         """Kernel start / restart / fault into events.jsonl; the confinement layers also into result.json."""
@@ -239,9 +253,8 @@ class Episode:
             out, self._images = self._images, []
         return out
 
-    def _check_kinematics(self, kin: X5Kinematics, raw: Mapping[str, Any]) -> None:
+    def _check_kinematics(self, kin: X5Kinematics, obs: Observation) -> None:
         """Forward kinematics of the measured joints must agree with the ee poses RoboDojo reports."""
-        obs = Observation.from_robodojo(raw, 0)
         report: dict[str, Any] = {}
         worst_m, worst_deg = 0.0, 0.0
         for arm in ("left", "right"):

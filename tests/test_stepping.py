@@ -6,9 +6,9 @@ import time
 import numpy as np
 import pytest
 
-from primitives.bridge import make_action
+from primitives.actions import hold_action, make_action
 from primitives.errors import CancelToken, CellInterrupted, EpisodeFinished
-from pyrua_dojo.bridge import StepBridge, hold_action, observation_fingerprint
+from pyrua_dojo.runtime.stepping import StepBridge, observation_fingerprint
 
 
 def obs(k: float) -> dict:
@@ -133,7 +133,7 @@ def test_robo_counts_the_chunk_the_episode_ended_during() -> None:
     """Robo.steps_used agrees with the judge when the episode ends inside a motion (in-process env)."""
     from calibration import load_station
     from primitives.robot import Robo
-    from pyrua_dojo.bridge import EnvBridge
+    from pyrua_dojo.runtime.stepping import EnvBridge
     from pyrua_dojo.twin.env import TwinEnv
 
     env = TwinEnv()

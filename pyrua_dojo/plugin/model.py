@@ -20,15 +20,14 @@ from typing import Any
 import numpy as np
 
 from calibration import Station, load_station
-from primitives.bridge import Action
+from primitives.actions import Action, hold_action
 from primitives.kinematics import X5Kinematics
 from primitives.segmentation import SegmentationClient
-from pyrua_dojo.bridge import hold_action
 from pyrua_dojo.config import PolicyConfig
-from pyrua_dojo.episode import Episode
+from pyrua_dojo.runtime.episode import Episode
 from pyrua_dojo.trace import jsonable
 
-log = logging.getLogger("pyrua_dojo.policy")
+log = logging.getLogger("pyrua_dojo.plugin.model")
 
 
 class Model:
@@ -138,7 +137,7 @@ class Model:
             chunk = ep.on_infer(obs)
         except Exception:  # noqa: BLE001 - the agent stops; the env gets holds until the episode ends
             self._record_error(env, "get_action", ep)
-            ep.bridge.agent_finished()
+            ep.hold_from_now()
             chunk = [hold_action(obs, None)]
         return self._as_wire(chunk)
 
@@ -206,7 +205,7 @@ class Model:
             with self._errors.open("a") as f:
                 f.write(json.dumps(jsonable(record)) + "\n")
             if ep is not None:
-                ep.trace.event("error", where=where, traceback=tb)
+                ep.record_error(where, tb)
         except Exception:  # noqa: BLE001 - never let logging take the server down
             pass
 

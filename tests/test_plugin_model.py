@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyrua_dojo.policy import Model
+from pyrua_dojo.plugin.model import Model
 from pyrua_dojo.trace import load_run
 from pyrua_dojo.twin.env import TwinEnv
 from tests.support.openai_server import FakeOpenAIServer, Slow, ToolCalls, python_call

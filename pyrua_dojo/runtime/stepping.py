@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from primitives.bridge import Action, make_action
+from primitives.actions import Action, hold_action
 from primitives.errors import CancelToken, EpisodeFinished
 
 _POLL_S = 0.05
@@ -59,21 +59,6 @@ def observation_fingerprint(obs: Mapping[str, Any]) -> str:
             h.update(cam.encode())
             h.update(np.ascontiguousarray(np.asarray(color)[::7, ::7]).tobytes())
     return h.hexdigest()
-
-
-def hold_action(obs: Mapping[str, Any] | None, last: Action | None) -> Action:
-    """An action that keeps everything where it is: the last commanded targets, else the measured state."""
-    if last is not None:
-        return {k: np.array(v, dtype=np.float64, copy=True) for k, v in last.items()}
-    if obs is None:
-        raise ValueError("no observation and no previous action to hold")
-    s = obs["state"]
-    return make_action(
-        np.asarray(s["left_arm_joint_state"], dtype=float),
-        float(np.asarray(s["left_ee_joint_state"], dtype=float).reshape(-1)[0]),
-        np.asarray(s["right_arm_joint_state"], dtype=float),
-        float(np.asarray(s["right_ee_joint_state"], dtype=float).reshape(-1)[0]),
-    )
 
 
 @dataclass
@@ -202,7 +187,6 @@ class EnvBridge:
     def __init__(self, env: RoboDojoEnv, cancel: CancelToken | None = None) -> None:
         self._env = env
         self._cancel = cancel if cancel is not None else CancelToken()
-        self.actions_sent = 0
 
     def first_observation(self) -> dict[str, Any]:
         return self._env.get_obs()
@@ -215,7 +199,6 @@ class EnvBridge:
             if self._env.is_episode_end():
                 raise EpisodeFinished("ended", ran=ran)
             self._env.take_action(action)
-            self.actions_sent += 1
         if self._env.is_episode_end():
             raise EpisodeFinished("ended", ran=len(chunk))
         return self._env.get_obs()
