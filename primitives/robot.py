@@ -1,6 +1,7 @@
 """The `robo` object: the only interface the LLM's code has to the dual ARX X5 station.
 
-Its docstrings are the API reference in the prompt, so they state units, frames and failure modes exactly.
+Its docstrings are the API reference in the prompt, so they state units, frames and failure modes exactly. It plans;
+the command engine behind it (`primitives.commands`) runs the chunks and owns the step count.
 """
 
 from __future__ import annotations

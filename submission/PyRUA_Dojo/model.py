@@ -9,7 +9,7 @@ from __future__ import annotations
 try:
     from pyrua_dojo.plugin.model import Model
 except ModuleNotFoundError as exc:  # only the package itself missing gets the install hint
-    if exc.name not in ("pyrua_dojo", "pyrua_dojo.plugin.model"):
+    if exc.name not in ("pyrua_dojo", "pyrua_dojo.plugin", "pyrua_dojo.plugin.model"):
         raise
     raise ModuleNotFoundError(
         "PyRUA_Dojo needs the pyrua-dojo package in the policy server's Python environment: "
