@@ -125,20 +125,20 @@ class Model:
         with self._lock:
             failed = env in self._failed_envs
         if failed:
-            return self._as_wire([hold_action(obs, None)])
+            return self._as_wire([hold_action(obs)])
         try:
             ep = self._episode_for(env, obs)
         except Exception:  # noqa: BLE001 - the episode could not start: hold until the next reset
             self._record_error(env, "episode start", None)
             with self._lock:
                 self._failed_envs.add(env)
-            return self._as_wire([hold_action(obs, None)])
+            return self._as_wire([hold_action(obs)])
         try:
             chunk = ep.on_infer(obs)
         except Exception:  # noqa: BLE001 - the agent stops; the env gets holds until the episode ends
             self._record_error(env, "get_action", ep)
             ep.hold_from_now()
-            chunk = [hold_action(obs, None)]
+            chunk = [hold_action(obs)]
         return self._as_wire(chunk)
 
     def _episode_for(self, env: int, obs: Mapping[str, Any]) -> Episode:
