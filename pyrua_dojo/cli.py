@@ -547,7 +547,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ckpt-name", help="the ckpt_name of RoboDojo's result path (default: model or planner)")
 
     def run(args: argparse.Namespace) -> int:
-        from pyrua_dojo.evaluate.runner import run_cli
+        from pyrua_dojo.evaluate.eval_command import run_cli
 
         return run_cli(args)
 

@@ -210,7 +210,7 @@ def test_the_rule_drops_images_first_then_outputs_never_the_card_or_last_turns()
 
 
 def test_play_and_eval_take_a_preset_and_check_it(tmp_path):
-    from pyrua_dojo.evaluate.runner import EvalSettings
+    from pyrua_dojo.evaluate.plan import EvalSettings
     from pyrua_dojo.play import PlayOptions
 
     settings = EvalSettings(tasks=("stack_blocks",), planner="openai", preset="coder-4b", out=tmp_path)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pyrua_dojo.cli import build_parser
-from pyrua_dojo.evaluate.runner import EvalSettings, settings_from_args
+from pyrua_dojo.evaluate.plan import EvalSettings
+from pyrua_dojo.evaluate.eval_command import settings_from_args
 from pyrua_dojo.play import PlayOptions
 from pyrua_dojo.run_options import SEG_NOISE_LEVELS, STATION_MODES, RunOptions
 

@@ -225,7 +225,7 @@ def _eval_judging_card(run: RunResult) -> tuple[bool, ...]:
     """The judging_card of the run's `_eval.json` identity (written by `pyrua-dojo eval`), if it records one."""
     import json
 
-    from pyrua_dojo.evaluate.runner import EVAL_FILE
+    from pyrua_dojo.evaluate.plan import EVAL_FILE
 
     path = run.location.path / EVAL_FILE
     try:
