@@ -28,7 +28,8 @@ from typing import Any, Protocol
 
 from primitives.errors import CancelToken, EpisodeFinished
 from pyrua_dojo.llm.types import LLMCall, Planner, PlannerStop, Reply, ToolCall, ToolResult, Usage
-from pyrua_dojo.prompt import Prompt, load_text
+from pyrua_dojo.runtime.prompt.assemble import Prompt
+from prompts import load_text
 from pyrua_dojo.trace import RunTrace
 
 __all__ = ["Agent", "AgentConfig", "AgentResult", "CellRunner", "describe_end", "says_done"]

@@ -266,7 +266,7 @@ def _add_prompt(sub: argparse._SubParsersAction) -> None:
                    help="the card says what RoboDojo's success check accepts (default: on)")
 
     def run(args: argparse.Namespace) -> int:
-        from pyrua_dojo.prompt import run_cli
+        from pyrua_dojo.runtime.prompt.command import run_cli
 
         return run_cli(
             args.task,

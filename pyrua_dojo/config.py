@@ -17,7 +17,7 @@ from pyrua_dojo.cells import CellConfig
 from pyrua_dojo.kernel.host import KernelConfig
 from pyrua_dojo.llm.openai_planner import OpenAIConfig
 from pyrua_dojo.presets import Preset, apply_preset
-from pyrua_dojo.prompt import PromptOptions
+from pyrua_dojo.runtime.prompt.assemble import PromptOptions
 
 #: Keys XPolicyLab itself puts into model_cfg (deploy.yml defaults and server overrides); accepted, mostly unused.
 XPOLICYLAB_KEYS = frozenset(

@@ -30,7 +30,9 @@ from pyrua_dojo.catalog import get_task
 from pyrua_dojo.kernel.host import KernelExecutor
 from pyrua_dojo.config import PolicyConfig
 from pyrua_dojo.llm.types import Planner
-from pyrua_dojo.prompt import TaskCard, build_prompt, robo_api_reference, station_facts
+from pyrua_dojo.runtime.prompt.card import TaskCard
+from pyrua_dojo.runtime.prompt.assemble import build_prompt
+from pyrua_dojo.runtime.prompt.reference import robo_api_reference, station_facts
 from pyrua_dojo.trace import RunTrace, recorded_cells
 
 class EpisodeRunner(Protocol):

@@ -351,7 +351,7 @@ def _read_cell(read_line: Callable[[str], str], out: Callable[[str], None], show
         if not lines and line.strip().startswith(":"):
             word, _, rest = line.strip().partition(" ")
             if word == ":api":
-                from pyrua_dojo.prompt import robo_api_reference
+                from pyrua_dojo.runtime.prompt.reference import robo_api_reference
 
                 out(robo_api_reference() or "(the API reference is not available)")
             elif word == ":finish":

@@ -13,7 +13,7 @@ import pytest
 from primitives.errors import EpisodeFinished
 from pyrua_dojo.agent import AgentConfig, says_done
 from pyrua_dojo.llm import PriceTable
-from pyrua_dojo.prompt import PromptOptions
+from pyrua_dojo.runtime.prompt.assemble import PromptOptions
 from pyrua_dojo.trace import read_jsonl
 from tests.support.episode import build_episode, openai_planner
 from tests.support.openai_server import (

@@ -21,7 +21,9 @@ from pyrua_dojo.evaluate import runner
 from pyrua_dojo.evaluate.results import AgentRecord, ResultWriter, RunLocation, write_agent_record
 from pyrua_dojo.judging_cards import JUDGING_CARD_TOKEN_BUDGET, judging_text, judging_texts
 from pyrua_dojo.play import PlayOptions
-from pyrua_dojo.prompt import PromptOptions, TaskCard, build_prompt, estimate_tokens, run_cli
+from pyrua_dojo.runtime.prompt.assemble import PromptOptions, build_prompt, estimate_tokens
+from pyrua_dojo.runtime.prompt.card import TaskCard
+from pyrua_dojo.runtime.prompt.command import run_cli
 from pyrua_dojo.twin import TASKS as TWIN_TASKS
 from pyrua_dojo.twin.reward import Pred, WorldState
 

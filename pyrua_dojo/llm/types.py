@@ -24,7 +24,7 @@ __all__ = [
 
 
 class PromptText(Protocol):
-    """What a planner sends of an assembled prompt (`pyrua_dojo.prompt.Prompt`): the system text, then the task
+    """What a planner sends of an assembled prompt (`pyrua_dojo.runtime.prompt.assemble.Prompt`): the system text, then the task
     card's text and images as the first user message."""
 
     @property
