@@ -142,7 +142,7 @@ class Episode:
                                   facts=station_facts(station))
             self.agent: EpisodeRunner
             if config.planner == "calibrate":
-                from pyrua_dojo.calibrate import CalibrationRoutine
+                from pyrua_dojo.runtime.calibration_routine import CalibrationRoutine
 
                 self.agent = CalibrationRoutine(self.robo, self.bridge, self.trace, self.cancel, station=station)
             else:
