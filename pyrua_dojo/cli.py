@@ -194,7 +194,7 @@ def _add_serve_sam3(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-warmup", action="store_true")
 
     def run(args: argparse.Namespace) -> int:
-        from pyrua_dojo.segmentation.serve import serve_sam3
+        from pyrua_dojo.seg_service.serve import serve_sam3
 
         return serve_sam3(
             args.checkpoint,

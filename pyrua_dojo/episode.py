@@ -23,7 +23,7 @@ from primitives.kinematics import X5Kinematics
 from primitives.perception import Perception
 from primitives.results import CapturedImage
 from primitives.robot import Robo
-from primitives.segmentation import SegmentationClient
+from primitives.seg_client import SegmentationClient
 from pyrua_dojo.agent import Agent, AgentResult
 from pyrua_dojo.bridge import StepBridge
 from pyrua_dojo.catalog import get_task

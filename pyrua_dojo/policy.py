@@ -22,7 +22,7 @@ import numpy as np
 from calibration import Station, load_station
 from primitives.bridge import Action
 from primitives.kinematics import X5Kinematics
-from primitives.segmentation import SegmentationClient
+from primitives.seg_client import SegmentationClient
 from pyrua_dojo.bridge import hold_action
 from pyrua_dojo.config import PolicyConfig
 from pyrua_dojo.episode import Episode

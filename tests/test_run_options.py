@@ -15,7 +15,7 @@ from pyrua_dojo.run_options import SEG_NOISE_LEVELS, STATION_MODES, RunOptions
 
 
 def test_the_command_line_names_the_twin_conditions_their_owners_define() -> None:
-    from pyrua_dojo.segmentation.twin_backend import NOISE_LEVELS
+    from pyrua_dojo.seg_service.twin_backend import NOISE_LEVELS
     from pyrua_dojo.twin.station_draw import STATION_MODES as TWIN_STATION_MODES
 
     assert tuple(SEG_NOISE_LEVELS) == tuple(NOISE_LEVELS) and tuple(STATION_MODES) == tuple(TWIN_STATION_MODES)

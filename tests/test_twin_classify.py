@@ -130,7 +130,7 @@ def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
 def test_category_names_find_their_objects_and_only_them(table: tuple) -> None:
     """The segmentation stand-in matches a prompt to objects whose words cover it: upstream's category name (the
     by_language instruction's word) covers every instance of its category and no instance of the others."""
-    from pyrua_dojo.segmentation.twin_backend import normalize_words
+    from pyrua_dojo.seg_service.twin_backend import normalize_words
 
     specs = {name: [parts.category_object(name, i) for i in ids] for name, ids in table}
     for name in specs:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from calibration.transforms import matrix_to_quat, quat_multiply, quat_to_matrix
-from pyrua_dojo.segmentation.twin_backend import normalize_words
+from pyrua_dojo.seg_service.twin_backend import normalize_words
 from pyrua_dojo.twin import TwinEnv, get_task
 from pyrua_dojo.twin import objects_digits as D
 from pyrua_dojo.twin.layouts import Layout, box_polygon, polygons_intersect

@@ -356,7 +356,7 @@ def test_no_precision_task_fails_early() -> None:
 def test_segmentation_words_single_out_each_object() -> None:
     """A prompt naming one object's category finds that object and no other of its task (the stand-in returns
     every object whose words cover the prompt)."""
-    from pyrua_dojo.segmentation.twin_backend import normalize_words
+    from pyrua_dojo.seg_service.twin_backend import normalize_words
 
     prompts = {"fasten_screws": ["nut", "bolt"], "plug_in_charger": ["charger", "power strip"],
                "insert_tubes": ["tube", "rack"], "pour_balls_into_vase": ["ball", "cup", "vase"],

@@ -28,11 +28,11 @@ from primitives.kinematics import X5Kinematics
 from primitives.perception import Perception
 from primitives.results import Located
 from primitives.robot import Robo
-from primitives.segmentation import SegmentationClient
+from primitives.seg_client import SegmentationClient
 from pyrua_dojo.bridge import EnvBridge
-from pyrua_dojo.segmentation.serve import serve_twin
+from pyrua_dojo.seg_service.serve import serve_twin
 from pyrua_dojo.calibrate_twin import StationCalibrations
-from pyrua_dojo.segmentation.twin_backend import NOISE_LEVELS, TwinNoise, normalize_words
+from pyrua_dojo.seg_service.twin_backend import NOISE_LEVELS, TwinNoise, normalize_words
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.twin.objects import ObjectSpec
 from pyrua_dojo.twin.scene import SceneObject

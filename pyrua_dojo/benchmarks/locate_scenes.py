@@ -26,9 +26,9 @@ from primitives.kinematics import X5Kinematics
 from primitives.perception import Perception
 from primitives.results import Located
 from primitives.robot import Robo
-from primitives.segmentation import SegmentationClient
+from primitives.seg_client import SegmentationClient
 from pyrua_dojo.bridge import EnvBridge
-from pyrua_dojo.segmentation.serve import serve_twin
+from pyrua_dojo.seg_service.serve import serve_twin
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.twin.objects import IDENTITY, UPSIDE_DOWN
 from pyrua_dojo.twin.tasks import get_task

@@ -19,7 +19,7 @@ except ModuleNotFoundError as exc:
 
 from pyrua_dojo.twin.env import EpisodeOutcome, TwinConfig, TwinEnv, TwinTruth, UnstableLayoutError
 from pyrua_dojo.twin.layouts import Layout
-from pyrua_dojo.twin.segmentation import TwinMaskOracle
+from pyrua_dojo.twin.masks import TwinMaskOracle
 from pyrua_dojo.twin.tasks import TASKS, TaskSpec, get_task
 
 __all__ = [

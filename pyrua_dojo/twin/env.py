@@ -52,7 +52,7 @@ from pyrua_dojo.twin.layouts import Layout
 from pyrua_dojo.twin.render import CameraFrame, GLRenderer, SceneRenderer
 from pyrua_dojo.twin.reward import ProgramSpec, ProgramStatus, RewardProgram, WorldState, quat_distance_deg
 from pyrua_dojo.twin.scene import SceneOptions, TwinScene
-from pyrua_dojo.twin.segmentation import InstanceInfo, TwinMaskOracle
+from pyrua_dojo.twin.masks import InstanceInfo, TwinMaskOracle
 from pyrua_dojo.twin.station_draw import StationSpread, draw_station
 from pyrua_dojo.twin.station_truth import load_truth_station
 from pyrua_dojo.twin.tasks import TaskSpec, get_task
