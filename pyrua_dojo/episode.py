@@ -55,11 +55,11 @@ def make_planner(config: PolicyConfig) -> Planner:
         assert config.llm is not None
         return OpenAIPlanner(config.llm)
     if config.planner == "replay":
-        from pyrua_dojo.llm.scripted import ReplayPlanner
+        from pyrua_dojo.llm.scripted_planners import ReplayPlanner
 
         assert config.replay_from is not None
         return ReplayPlanner(recorded_cells(config.replay_from), source=str(config.replay_from))
-    from pyrua_dojo.llm.scripted import ScriptedPlanner
+    from pyrua_dojo.llm.scripted_planners import ScriptedPlanner
     from pyrua_dojo.programs import cells, split_cells
 
     if config.program is not None:

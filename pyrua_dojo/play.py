@@ -86,7 +86,7 @@ def _model_cfg(options: PlayOptions, policy: Any, segmentation_url: str | None, 
 def play(options: PlayOptions, *, echo: Any = None) -> PlayResult:
     """Run the episode (see module docstring). Raises ValueError for bad options, RuntimeError if it cannot run."""
     from pyrua_dojo.policy import Model
-    from pyrua_dojo.harness.client import ClientSettings, TwinEvalClient
+    from pyrua_dojo.harness.eval_client import ClientSettings, TwinEvalClient
     from pyrua_dojo.harness.policydir import PolicyDir
     from pyrua_dojo.wire import PolicyServer
 

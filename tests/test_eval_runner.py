@@ -12,7 +12,7 @@ import pytest
 
 from pyrua_dojo.cli import main as cli_main
 from pyrua_dojo.evaluate import episode_run, merge, runner
-from pyrua_dojo.evaluate.results import (
+from pyrua_dojo.evaluate.result_files import (
     AgentRecord,
     ResultWriter,
     read_agent_record,

@@ -18,7 +18,7 @@ from pyrua_dojo.config import PolicyConfig
 from pyrua_dojo.evaluate import compare as cmp
 from pyrua_dojo.evaluate import plan as eval_plan
 from pyrua_dojo.evaluate import runner
-from pyrua_dojo.evaluate.results import AgentRecord, ResultWriter, RunLocation, write_agent_record
+from pyrua_dojo.evaluate.result_files import AgentRecord, ResultWriter, RunLocation, write_agent_record
 from pyrua_dojo.judging_cards import JUDGING_CARD_TOKEN_BUDGET, judging_text, judging_texts
 from pyrua_dojo.play import PlayOptions
 from pyrua_dojo.runtime.prompt.assemble import PromptOptions, build_prompt, estimate_tokens

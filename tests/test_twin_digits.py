@@ -27,12 +27,7 @@ from pyrua_dojo.twin.reward import (
     any_k_of,
     convex_hull,
 )
-from pyrua_dojo.twin.scripted import (
-    CLOSED,
-    OPEN,
-    EpisodeEnded,
-    JointScript,
-)
+from pyrua_dojo.twin.truth_controller import CLOSED, OPEN, EpisodeEnded, JointScript
 from pyrua_dojo.twin.tasks_digits import (
     OPS,
     arrange_order,

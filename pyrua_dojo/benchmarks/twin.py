@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from pyrua_dojo.twin.env import TwinEnv
-from pyrua_dojo.twin.scripted import JointScript, stack_blocks
+from pyrua_dojo.twin.truth_controller import JointScript, stack_blocks
 
 
 def _record_actions(env: TwinEnv, task: str, seed: int, layout_id: int) -> list[dict[str, Any]]:

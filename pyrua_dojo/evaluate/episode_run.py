@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pyrua_dojo.evaluate.results import (
+from pyrua_dojo.evaluate.result_files import (
     EPISODES_DIR,
     ResultWriter,
     RunLocation,

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from pyrua_dojo.run_options import RunOptions
-from pyrua_dojo.evaluate.results import (
+from pyrua_dojo.evaluate.result_files import (
     BENCHMARK,
     RESULT_FILE,
     EpisodeResult,
@@ -199,7 +199,7 @@ def _layouts(task: str, episodes: int | None, layouts: str | None = None) -> Seq
 
     n = twin_task(task).eval_nums
     if layouts is not None:
-        from pyrua_dojo.harness.client import parse_layouts
+        from pyrua_dojo.harness.eval_client import parse_layouts
 
         return parse_layouts(layouts, n)
     return range(min(n, episodes) if episodes is not None else n)
@@ -222,7 +222,7 @@ def _fresh_run_id(settings: EvalSettings) -> str:
     latest): now, or the next free second after the latest existing one."""
     from datetime import datetime, timedelta
 
-    from pyrua_dojo.evaluate.results import RUN_ID_FORMAT
+    from pyrua_dojo.evaluate.result_files import RUN_ID_FORMAT
 
     stamp = datetime.now().replace(microsecond=0)
     latest = _latest_run_id(settings)

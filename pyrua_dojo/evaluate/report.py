@@ -40,7 +40,7 @@ from pyrua_dojo.catalog import (
     Dimension,
 )
 from pyrua_dojo.evaluate.htmlpage import ImageRef, Page, esc, fmt_num, table
-from pyrua_dojo.evaluate.results import (
+from pyrua_dojo.evaluate.result_files import (
     AgentRecord,
     EpisodeResult,
     ResultTree,

@@ -31,10 +31,7 @@ from types import MappingProxyType
 from typing import Any
 
 from pyrua_dojo.files import create_once
-from pyrua_dojo.evaluate.results import (
-    EpisodeResult,
-    ResultWriter,
-)
+from pyrua_dojo.evaluate.result_files import EpisodeResult, ResultWriter
 from pyrua_dojo.evaluate.plan import EVAL_FILE, EpisodeKey, EvalPlan, EvalSettings, make_plan
 from pyrua_dojo.evaluate.episode_run import EpisodeDone, recover_agent_records, run_episode
 from pyrua_dojo.evaluate.pool import WorkerPool

@@ -12,8 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from pyrua_dojo.evaluate.results import ResultFileError
-from pyrua_dojo.harness.client import ClientReport, ClientSettings, TwinEvalClient, parse_layouts
+from pyrua_dojo.evaluate.result_files import ResultFileError
+from pyrua_dojo.harness.eval_client import ClientReport, ClientSettings, TwinEvalClient, parse_layouts
 from pyrua_dojo.harness.policydir import PolicyDirError
 from pyrua_dojo.twin.tasks import get_task
 
@@ -86,7 +86,7 @@ def client_main(args: argparse.Namespace) -> int:
 
 def eval_main(args: argparse.Namespace) -> int:
     """`twin eval`: start the policy's server, run the client, stop the server."""
-    from pyrua_dojo.harness.runner import PolicyServerError, run_twin_eval
+    from pyrua_dojo.harness.twin_eval import PolicyServerError, run_twin_eval
 
     try:
         settings = settings_from_args(args, url="ws://localhost:0")

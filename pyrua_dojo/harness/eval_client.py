@@ -35,13 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pyrua_dojo.evaluate.results import (
-    BENCHMARK,
-    ResultWriter,
-    RunLocation,
-    additional_info,
-    new_run_id,
-)
+from pyrua_dojo.evaluate.result_files import BENCHMARK, ResultWriter, RunLocation, additional_info, new_run_id
 from pyrua_dojo.harness import reference_loop
 from pyrua_dojo.twin.env import EpisodeOutcome, TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.harness.policydir import PolicyDir
