@@ -44,9 +44,9 @@ class PlayOptions(RunOptions):
     policy_dir: Path | None = None  # default: the packaged plugin (submission/PyRUA_Dojo)
 
     def __post_init__(self) -> None:
-        from pyrua_dojo.twin.tasks import get_task
+        from pyrua_dojo.twin.tasks import get_twin_task
 
-        get_task(self.task)  # ValueError naming the twin's tasks
+        get_twin_task(self.task)  # ValueError naming the twin's tasks
         super().__post_init__()
 
 

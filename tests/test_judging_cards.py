@@ -24,7 +24,7 @@ from pyrua_dojo.play import PlayOptions
 from pyrua_dojo.runtime.prompt.assemble import PromptOptions, build_prompt, estimate_tokens
 from pyrua_dojo.runtime.prompt.card import TaskCard
 from pyrua_dojo.runtime.prompt.command import run_cli
-from pyrua_dojo.twin import TASKS as TWIN_TASKS
+from pyrua_dojo.twin import TWIN_TASKS
 from pyrua_dojo.twin.reward import Pred, WorldState
 
 STATION = load_station()

@@ -13,7 +13,7 @@ from calibration.transforms import quat_to_matrix
 from pyrua_dojo.seg_service.twin_backend import normalize_words
 from pyrua_dojo.twin import objects_precision as P
 from pyrua_dojo.twin.layouts import Placer, PlacementError, layout_rng
-from pyrua_dojo.twin.tasks import TASKS as TWIN_TASKS
+from pyrua_dojo.twin.tasks import TWIN_TASKS
 from pyrua_dojo.twin.objects import NamedPoint, symbol_tile
 from pyrua_dojo.twin.render import GLRenderer
 from pyrua_dojo.twin.reward import WorldState, functional_points, support_points

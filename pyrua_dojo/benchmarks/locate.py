@@ -37,7 +37,7 @@ from pyrua_dojo.twin.env import TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.twin.objects import ObjectSpec
 from pyrua_dojo.twin.scene import SceneObject
 from pyrua_dojo.twin.station_draw import STATION_MODES, StationSpread
-from pyrua_dojo.twin.tasks import get_task
+from pyrua_dojo.twin.tasks import get_twin_task
 
 TASKS = ("stack_blocks", "general_pickup")
 NOISES: dict[str, TwinNoise] = {
@@ -80,7 +80,7 @@ def layout_plan(layouts: int, seed: int) -> list[tuple[str, int, int]]:
     for i in range(layouts):
         task = TASKS[i % len(TASKS)]
         s, lid = counters[task]
-        if lid >= get_task(task).eval_nums:
+        if lid >= get_twin_task(task).eval_nums:
             s, lid = s + 1, 0
         plan.append((task, s, lid))
         counters[task] = (s, lid + 1)

@@ -104,7 +104,7 @@ def recover_agent_records(settings: EvalSettings, plan: EvalPlan) -> list[Episod
     """Attach the agent directory of every booked episode that lacks its agent record (a kill landed between the
     booking and the record): it is still in the episode's run root under `_agent_runs/`. Returns those attached."""
     from pyrua_dojo.harness.agent_record import attach_agent_run, find_agent_run
-    from pyrua_dojo.twin.tasks import get_task as twin_task
+    from pyrua_dojo.twin.tasks import get_twin_task
 
     recovered = []
     for key, booked in plan.done.items():
@@ -125,7 +125,7 @@ def recover_agent_records(settings: EvalSettings, plan: EvalPlan) -> list[Episod
             steps = result.get("episode", {}).get("steps_used") if isinstance(result.get("episode"), dict) else None
             attach_agent_run(location.path, agent_run, task=key.task, seed=key.seed, layout_id=key.layout_id,
                              success=booked.success, score=booked.score, steps=steps if isinstance(steps, int) else 0,
-                             step_limit=twin_task(key.task).step_lim)
+                             step_limit=get_twin_task(key.task).step_limit)
             _note_outcome(location, key.layout_id, failure=None, recovered="the eval was interrupted between the "
                           "booking and this record; attached from _agent_runs/ on resume (twin failure unknown)")
             recovered.append(key)

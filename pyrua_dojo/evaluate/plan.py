@@ -109,14 +109,14 @@ class EvalSettings(RunOptions):
     judging_card: bool | None = field(default=True, kw_only=True)  # recorded in _eval.json
 
     def __post_init__(self) -> None:
-        from pyrua_dojo.twin.tasks import get_task as twin_task
+        from pyrua_dojo.twin.tasks import get_twin_task
 
         if not self.tasks:
             raise ValueError("no tasks given (--tasks T1,T2)")
         if len(set(self.tasks)) != len(self.tasks):
             raise ValueError(f"a task is given twice: {list(self.tasks)}")
         for t in self.tasks:
-            twin_task(t)  # ValueError naming the twin's tasks
+            get_twin_task(t)  # ValueError naming the twin's tasks
         if not self.seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.seeds):
             raise ValueError(f"seeds must be integers >= 0, got {list(self.seeds)}")
         if len(set(self.seeds)) != len(self.seeds):
@@ -195,9 +195,9 @@ class EvalPlan:
 
 
 def _layouts(task: str, episodes: int | None, layouts: str | None = None) -> Sequence[int]:
-    from pyrua_dojo.twin.tasks import get_task as twin_task
+    from pyrua_dojo.twin.tasks import get_twin_task
 
-    n = twin_task(task).eval_nums
+    n = get_twin_task(task).eval_nums
     if layouts is not None:
         from pyrua_dojo.harness.eval_client import parse_layouts
 
