@@ -24,16 +24,16 @@ from primitives.perception import Perception
 from primitives.results import CapturedImage
 from primitives.robot import Robo
 from primitives.seg_client import SegmentationClient
-from pyrua_dojo.agent import Agent, AgentResult
+from pyrua_dojo.runtime.agent import Agent, AgentResult
 from pyrua_dojo.bridge import StepBridge
 from pyrua_dojo.catalog import get_task
 from pyrua_dojo.kernel.host import KernelExecutor
-from pyrua_dojo.config import PolicyConfig
+from pyrua_dojo.plugin.config import PolicyConfig
 from pyrua_dojo.llm.types import Planner
 from pyrua_dojo.runtime.prompt.card import TaskCard
 from pyrua_dojo.runtime.prompt.assemble import build_prompt
 from pyrua_dojo.runtime.prompt.reference import robo_api_reference, station_facts
-from pyrua_dojo.trace import RunTrace, recorded_cells
+from pyrua_dojo.runtime.trace import RunTrace, recorded_cells
 
 class EpisodeRunner(Protocol):
     """What drives an episode's robot: the LLM agent loop, or the calibration routine."""

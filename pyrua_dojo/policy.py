@@ -24,9 +24,9 @@ from primitives.bridge import Action
 from primitives.kinematics import X5Kinematics
 from primitives.seg_client import SegmentationClient
 from pyrua_dojo.bridge import hold_action
-from pyrua_dojo.config import PolicyConfig
+from pyrua_dojo.plugin.config import PolicyConfig
 from pyrua_dojo.episode import Episode
-from pyrua_dojo.trace import jsonable
+from pyrua_dojo.runtime.trace import jsonable
 
 log = logging.getLogger("pyrua_dojo.policy")
 

@@ -12,7 +12,7 @@ import pytest
 
 from pyrua_dojo.cli import main as cli_main
 from pyrua_dojo.evaluate import episode_run, merge, runner
-from pyrua_dojo.evaluate.result_files import (
+from pyrua_dojo.harness.result_files import (
     AgentRecord,
     ResultWriter,
     read_agent_record,
@@ -165,7 +165,7 @@ def test_merge_refuses_bad_input(tmp_path):
 
 def test_a_booked_episode_without_its_record_gets_it_back_from_the_agent_runs(tmp_path):
     """A kill between the twin's booking and the agent record: the resume attaches the agent's run directory."""
-    from pyrua_dojo.trace import RunTrace
+    from pyrua_dojo.runtime.trace import RunTrace
 
     s = settings(tmp_path, run_id="2026-11-03_00-00-00", tasks=("general_pickup",), seeds=(0,), episodes=3)
     key = EpisodeKey("general_pickup", 0, 1)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pyrua_dojo.evaluate import report
-from pyrua_dojo.evaluate.result_files import read_agent_record, read_result_file, resolve_root
+from pyrua_dojo.harness.result_files import read_agent_record, read_result_file, resolve_root
 from pyrua_dojo.evaluate.summarize import summarize, to_json
 
 pytestmark = pytest.mark.slow

@@ -14,13 +14,13 @@ import pytest
 
 from calibration import load_station
 from pyrua_dojo.catalog import TASKS as CATALOGUE
-from pyrua_dojo.config import PolicyConfig
+from pyrua_dojo.plugin.config import PolicyConfig
 from pyrua_dojo.evaluate import compare as cmp
 from pyrua_dojo.evaluate import plan as eval_plan
 from pyrua_dojo.evaluate import runner
-from pyrua_dojo.evaluate.result_files import AgentRecord, ResultWriter, RunLocation, write_agent_record
-from pyrua_dojo.judging_cards import JUDGING_CARD_TOKEN_BUDGET, judging_text, judging_texts
-from pyrua_dojo.play import PlayOptions
+from pyrua_dojo.harness.result_files import AgentRecord, ResultWriter, RunLocation, write_agent_record
+from pyrua_dojo.runtime.judging_cards import JUDGING_CARD_TOKEN_BUDGET, judging_text, judging_texts
+from pyrua_dojo.evaluate.play import PlayOptions
 from pyrua_dojo.runtime.prompt.assemble import PromptOptions, build_prompt, estimate_tokens
 from pyrua_dojo.runtime.prompt.card import TaskCard
 from pyrua_dojo.runtime.prompt.command import run_cli
@@ -165,7 +165,7 @@ def test_cli_spells_the_switch_on_play_eval_and_prompt() -> None:
 
 
 def test_play_passes_the_setting_and_refuses_it_twice() -> None:
-    from pyrua_dojo import play as play_module
+    from pyrua_dojo.evaluate import play as play_module
     from pyrua_dojo.harness.policydir import PolicyDir
     from submission.install import plugin_dir
 

@@ -15,7 +15,7 @@ import pytest
 from primitives.results import CapturedImage
 from pyrua_dojo.catalog import TASKS
 from pyrua_dojo.cli import main as cli_main
-from pyrua_dojo.images import encode_image
+from pyrua_dojo.runtime.images import encode_image
 from pyrua_dojo.runtime.prompt.command import CORE_TOKEN_BUDGET, run_cli
 from pyrua_dojo.runtime.prompt.assemble import PromptOptions, build_prompt, estimate_tokens
 from pyrua_dojo.runtime.prompt.card import TaskCard

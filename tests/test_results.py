@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pyrua_dojo.evaluate.result_files import (
+from pyrua_dojo.harness.result_files import (
     AgentRecord,
     EpisodeResult,
     ResultFileError,

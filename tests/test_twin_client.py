@@ -15,7 +15,7 @@ import pytest
 
 from calibration.station import load_station
 from pyrua_dojo.cli import main
-from pyrua_dojo.evaluate.result_files import read_result_file
+from pyrua_dojo.harness.result_files import read_result_file
 from pyrua_dojo.harness.eval_client import ClientSettings, TwinEvalClient, classify_error, parse_layouts
 from pyrua_dojo.twin.env import TwinEnv
 from pyrua_dojo.harness.policydir import PolicyDir, PolicyDirError, merge_overrides

@@ -12,7 +12,7 @@ import pytest
 
 from calibration import load_station
 from calibration.transforms import quat_to_matrix
-from pyrua_dojo.calibrate_twin import mount_error, run_on_twin
+from pyrua_dojo.evaluate.twin_calibration import mount_error, run_on_twin
 from pyrua_dojo.twin import TwinConfig, TwinEnv
 from pyrua_dojo.twin.station_draw import StationSpread, draw_station, station_for_layout
 

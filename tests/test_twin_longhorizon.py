@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from calibration.transforms import quat_multiply, quat_to_matrix
-from pyrua_dojo.judging_cards import judging_text
+from pyrua_dojo.runtime.judging_cards import judging_text
 from pyrua_dojo.twin import TwinEnv, get_twin_task
 from pyrua_dojo.twin import objects_longhorizon as parts
 from pyrua_dojo.twin.reward import (

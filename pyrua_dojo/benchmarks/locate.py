@@ -31,7 +31,7 @@ from primitives.robot import Robo
 from primitives.seg_client import SegmentationClient
 from pyrua_dojo.bridge import EnvBridge
 from pyrua_dojo.seg_service.serve import serve_twin
-from pyrua_dojo.calibrate_twin import StationCalibrations
+from pyrua_dojo.evaluate.twin_calibration import StationCalibrations
 from pyrua_dojo.seg_service.twin_backend import NOISE_LEVELS, TwinNoise, normalize_words
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.twin.objects import ObjectSpec

@@ -22,7 +22,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from pyrua_dojo.bridge import INFER_SEQ_KEY
-from pyrua_dojo.calibrate_twin import StationCalibrations
+from pyrua_dojo.evaluate.twin_calibration import StationCalibrations
 from pyrua_dojo.catalog import get_task
 from pyrua_dojo.policy import Model
 from pyrua_dojo.seg_service.serve import serve_twin

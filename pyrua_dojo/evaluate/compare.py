@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 
 from pyrua_dojo.catalog import BASE_TASK_NAMES, DIMENSION_TASKS, TASKS, Dimension, base_name
-from pyrua_dojo.evaluate.result_files import (
+from pyrua_dojo.harness.result_files import (
     AgentRecord,
     EpisodeResult,
     RunResult,

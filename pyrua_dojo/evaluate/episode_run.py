@@ -1,4 +1,4 @@
-"""One episode of an eval: played through `pyrua_dojo.play.play`, its agent directory moved next to its booking,
+"""One episode of an eval: played through `pyrua_dojo.evaluate.play.play`, its agent directory moved next to its booking,
 and the agent records of episodes an interrupted invocation left behind recovered.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pyrua_dojo.evaluate.result_files import (
+from pyrua_dojo.harness.result_files import (
     EPISODES_DIR,
     ResultWriter,
     RunLocation,
@@ -135,7 +135,7 @@ def recover_agent_records(settings: EvalSettings, plan: EvalPlan) -> list[Episod
 
 def run_episode(settings: EvalSettings, run_id: str, key: EpisodeKey, worker: int = 0) -> EpisodeDone:
     """Run one episode through `play` and book it; never raises for a failure of the episode itself."""
-    from pyrua_dojo.play import PlayOptions, play
+    from pyrua_dojo.evaluate.play import PlayOptions, play
 
     location = settings.location(key.task, key.seed, run_id)
     t0 = time.monotonic()

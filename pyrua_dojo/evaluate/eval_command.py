@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from pyrua_dojo.run_options import run_options_from_args
+from pyrua_dojo.evaluate.run_options import run_options_from_args
 from pyrua_dojo.evaluate.runner import EvalReport, run_eval
 from pyrua_dojo.evaluate.plan import EvalSettings, Shard
 
@@ -35,7 +35,7 @@ def print_summary(report: EvalReport, settings: EvalSettings, out: TextIO) -> No
     from rich.console import Console
     from rich.table import Table
 
-    from pyrua_dojo.play import conditions_line
+    from pyrua_dojo.evaluate.play import conditions_line
 
     conditions = conditions_line(settings.segmentation, settings.seg_noise, settings.station)
     table = Table(title=f"run {report.plan.run_id}: booked episodes (shard {settings.shard}); {conditions}")

@@ -12,8 +12,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pyrua_dojo.run_options import RunOptions
-from pyrua_dojo.evaluate.result_files import (
+from pyrua_dojo.evaluate.run_options import RunOptions
+from pyrua_dojo.harness.result_files import (
     BENCHMARK,
     RESULT_FILE,
     EpisodeResult,
@@ -222,7 +222,7 @@ def _fresh_run_id(settings: EvalSettings) -> str:
     latest): now, or the next free second after the latest existing one."""
     from datetime import datetime, timedelta
 
-    from pyrua_dojo.evaluate.result_files import RUN_ID_FORMAT
+    from pyrua_dojo.harness.result_files import RUN_ID_FORMAT
 
     stamp = datetime.now().replace(microsecond=0)
     latest = _latest_run_id(settings)

@@ -1,6 +1,6 @@
 """`pyrua-dojo eval`: many twin episodes of our agent, in parallel, resumable, sharded across machines.
 
-Each episode goes through `pyrua_dojo.play.play`: our Model behind a policy server on a free port, the twin client
+Each episode goes through `pyrua_dojo.evaluate.play.play`: our Model behind a policy server on a free port, the twin client
 running the plugin's own deploy.py against a fresh twin over the websocket protocol, RoboDojo's `_result.json` booked
 by the twin client, and the agent's run directory moved next to it with its agent record. This module decides
 which episodes to run, runs them in worker processes, shows progress and reports.
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from pyrua_dojo.files import create_once
-from pyrua_dojo.evaluate.result_files import EpisodeResult, ResultWriter
+from pyrua_dojo.runtime.files import create_once
+from pyrua_dojo.harness.result_files import EpisodeResult, ResultWriter
 from pyrua_dojo.evaluate.plan import EVAL_FILE, EpisodeKey, EvalPlan, EvalSettings, make_plan
 from pyrua_dojo.evaluate.episode_run import EpisodeDone, recover_agent_records, run_episode
 from pyrua_dojo.evaluate.pool import WorkerPool
@@ -123,7 +123,7 @@ def run_eval(
     plan = make_plan(settings)
     pending = plan.pending
     root = settings.root
-    from pyrua_dojo.play import conditions_line
+    from pyrua_dojo.evaluate.play import conditions_line
 
     console.print(
         f"eval: {conditions_line(settings.segmentation, settings.seg_noise, settings.station)}; "

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from pyrua_dojo.evaluate.result_files import ResultFileError
+from pyrua_dojo.harness.result_files import ResultFileError
 from pyrua_dojo.harness.eval_client import ClientReport, ClientSettings, TwinEvalClient, parse_layouts
 from pyrua_dojo.harness.policydir import PolicyDirError
 from pyrua_dojo.twin.tasks import get_twin_task

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pyrua_dojo.evaluate.result_files import BENCHMARK, ResultWriter, RunLocation, additional_info, new_run_id
+from pyrua_dojo.harness.result_files import BENCHMARK, ResultWriter, RunLocation, additional_info, new_run_id
 from pyrua_dojo.harness import reference_loop
 from pyrua_dojo.twin.env import EpisodeOutcome, TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.harness.policydir import PolicyDir
@@ -44,7 +44,7 @@ from pyrua_dojo.harness.taskenv import EnvAccessError, TaskEnvView, ViewState
 from pyrua_dojo.twin.tasks import get_twin_task
 from pyrua_dojo.harness.videos import EpisodeVideos, check_video_support
 from pyrua_dojo.wire import ErrorCode, ModelClient, WireError
-from pyrua_dojo.files import write_atomic
+from pyrua_dojo.runtime.files import write_atomic
 
 __all__ = [
     "CONFIG_NAME",

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from pyrua_dojo.images import ImageAttachment
+from pyrua_dojo.runtime.images import ImageAttachment
 
 __all__ = [
     "ImageAttachment",

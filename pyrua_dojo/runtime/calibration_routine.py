@@ -9,7 +9,7 @@ and fits the run (`fit.json`, `calibration.yml` next to it).
 
 Reading a record back, fitting it (`fit_run`) and writing the calibration file (`write_calibration_file`) are
 `pyrua_dojo.runtime.calibration_files`. The routine on the twin and the `pyrua-dojo calibrate` commands are
-`pyrua_dojo.calibrate_twin` (they drive the XPolicyLab Model, a layer above this one).
+`pyrua_dojo.evaluate.twin_calibration` (they drive the XPolicyLab Model, a layer above this one).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from calibration.transforms import FloatArray
 from primitives.bridge import Action, Bridge, Observation, make_action, validate_chunk
 from primitives.errors import CancelToken, EpisodeFinished
 from primitives.motion import Limits, joint_path
-from pyrua_dojo.trace import RunTrace, jsonable, write_json_atomic
+from pyrua_dojo.runtime.trace import RunTrace, jsonable, write_json_atomic
 from pyrua_dojo.runtime.calibration_files import RECORD_SCHEMA, fit_run, write_calibration_file
 
 if TYPE_CHECKING:

@@ -127,7 +127,7 @@ class EpisodeOutcome:
     unstable: bool = False
 
     def record_into(self, writer: Any) -> Any:
-        """Book this episode into a `pyrua_dojo.evaluate.result_files.ResultWriter` (one `details` entry)."""
+        """Book this episode into a `pyrua_dojo.harness.result_files.ResultWriter` (one `details` entry)."""
         if self.unstable:
             raise ValueError("an unstable layout is not an episode; RoboDojo drops it from the count")
         if not self.finished:

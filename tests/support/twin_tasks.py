@@ -23,7 +23,7 @@ import numpy as np
 from calibration import load_station
 from calibration.transforms import quat_multiply, quat_to_matrix
 from pyrua_dojo.catalog import get_task as catalogue_task
-from pyrua_dojo.evaluate.result_files import AgentRecord, RunResult, read_agent_record, read_result_file
+from pyrua_dojo.harness.result_files import AgentRecord, RunResult, read_agent_record, read_result_file
 from pyrua_dojo.runtime.prompt.card import TaskCard
 from pyrua_dojo.twin import TwinEnv, UnstableLayoutError, get_twin_task
 from pyrua_dojo.twin.layouts import Layout

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from prompts import load_text, render
-from pyrua_dojo.images import ImageAttachment, encode_image
+from pyrua_dojo.runtime.images import ImageAttachment, encode_image
 from pyrua_dojo.runtime.prompt.card import TaskCard
 from pyrua_dojo.runtime.prompt.reference import station_facts
 
@@ -127,7 +127,7 @@ def build_prompt(
     judging_card = ""
     if options.judging_card:
         from pyrua_dojo.catalog import TASKS as CATALOGUE
-        from pyrua_dojo.judging_cards import judging_text
+        from pyrua_dojo.runtime.judging_cards import judging_text
 
         if card.task in CATALOGUE:  # a catalogue task without a text raises; a name outside it has none
             judging_card = "\n" + render("card_judging", text=judging_text(card.task))

@@ -37,7 +37,7 @@ def run_cli(
     """Print the prompt an episode of `task` would get (the card as with the three step-0 images attached), then
     its size per section. Exit status 0; 1 when contract + API + notes exceed CORE_TOKEN_BUDGET or the task's judging
     text exceeds JUDGING_CARD_TOKEN_BUDGET; 2 on bad input."""
-    from pyrua_dojo.judging_cards import JUDGING_CARD_TOKEN_BUDGET
+    from pyrua_dojo.runtime.judging_cards import JUDGING_CARD_TOKEN_BUDGET
 
     import sys
 

@@ -84,7 +84,7 @@ class RunOptions:
         if self.judging_card is not None and any(o.partition("=")[0].strip() == "judging_card" for o in self.overrides):
             raise ValueError("judging_card is set twice: use --judging-card / --no-judging-card, not --set")
         if self.preset is not None:
-            from pyrua_dojo.presets import load_preset
+            from pyrua_dojo.plugin.presets import load_preset
 
             load_preset(self.preset)  # ValueError naming the known presets
 

@@ -22,7 +22,7 @@ from calibration.fit import CalibrationFit
 from calibration.transforms import quat_from_axis_angle, quat_multiply
 from pyrua_dojo.runtime.calibration_routine import CalibrationRun
 from pyrua_dojo.runtime.calibration_files import _numbers, fit_run, write_calibration_file
-from pyrua_dojo.trace import write_json_atomic
+from pyrua_dojo.runtime.trace import write_json_atomic
 from pyrua_dojo.twin.station_truth import load_truth_station
 
 __all__ = [
