@@ -51,7 +51,8 @@ from calibration.transforms import FloatArray, quat_to_matrix
 from primitives.actions import Observation
 from primitives.kinematics import X5Kinematics
 from primitives.results import CameraMeta, Located
-from primitives.segmentation import Instance, SegmentationClient
+from primitives.seg_contract import Instance
+from primitives.seg_client import SegmentationClient
 from primitives.solid_fit import SolidFit, View, fit_held_box, fit_solid, hull_view
 
 HEAD = "cam_head"

@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from pyrua_dojo.run_options import (
+from pyrua_dojo.evaluate.run_options import (
     PLANNERS,
     SEG_NOISE_LEVELS,
     STATION_MODES,
@@ -194,7 +194,7 @@ def _add_serve_sam3(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-warmup", action="store_true")
 
     def run(args: argparse.Namespace) -> int:
-        from pyrua_dojo.segmentation.serve import serve_sam3
+        from pyrua_dojo.seg_service.serve import serve_sam3
 
         return serve_sam3(
             args.checkpoint,
@@ -266,7 +266,7 @@ def _add_prompt(sub: argparse._SubParsersAction) -> None:
                    help="the card says what RoboDojo's success check accepts (default: on)")
 
     def run(args: argparse.Namespace) -> int:
-        from pyrua_dojo.prompt import run_cli
+        from pyrua_dojo.runtime.prompt.command import run_cli
 
         return run_cli(
             args.task,
@@ -435,7 +435,7 @@ def _add_play(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-root", metavar="DIR", help="where the agent writes run directories (default: a temp dir)")
 
     def run(args: argparse.Namespace) -> int:
-        from pyrua_dojo.play import run_cli
+        from pyrua_dojo.evaluate.play import run_cli
 
         return run_cli(args)
 
@@ -458,7 +458,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     def run(args: argparse.Namespace) -> int:
         from pathlib import Path
 
-        from pyrua_dojo.play import PlayOptions, conditions_line, play
+        from pyrua_dojo.evaluate.play import PlayOptions, conditions_line, play
 
         out = Path(args.out)
         options = PlayOptions(task=args.task, seed=args.seed, layout=args.layout, planner="scripted",
@@ -503,7 +503,7 @@ def _add_calibrate(sub: argparse._SubParsersAction) -> None:
     fit.add_argument("--json", metavar="F", help="also write the fit's numbers as JSON")
 
     def run_fit(args: argparse.Namespace) -> int:
-        from pyrua_dojo.calibrate_twin import run_fit_cli
+        from pyrua_dojo.evaluate.twin_calibration import run_fit_cli
 
         return run_fit_cli(args.run_dir, args.out, station_file=args.station, json_path=args.json)
 
@@ -521,7 +521,7 @@ def _add_calibrate(sub: argparse._SubParsersAction) -> None:
     twin.add_argument("--agent-calibration", metavar="FILE", help="calibration file the agent starts from")
 
     def run_twin(args: argparse.Namespace) -> int:
-        from pyrua_dojo.calibrate_twin import run_twin_cli
+        from pyrua_dojo.evaluate.twin_calibration import run_twin_cli
 
         return run_twin_cli(args.out, run_root=args.run_root, task=args.task, seed=args.seed, layout=args.layout,
                             truth_file=args.truth, perturb=args.perturb, perturb_seed=args.perturb_seed,
@@ -547,7 +547,7 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ckpt-name", help="the ckpt_name of RoboDojo's result path (default: model or planner)")
 
     def run(args: argparse.Namespace) -> int:
-        from pyrua_dojo.evaluate.runner import run_cli
+        from pyrua_dojo.evaluate.eval_command import run_cli
 
         return run_cli(args)
 
@@ -568,7 +568,7 @@ def _add_merge(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_relay(sub: argparse._SubParsersAction) -> None:
-    from pyrua_dojo.relay_commands import add_parser
+    from pyrua_dojo.relay.commands import add_parser
 
     add_parser(sub)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pyrua_dojo.trace import load_run, read_jsonl
+from pyrua_dojo.runtime.trace import load_run, read_jsonl
 from tests.support.episode import build_episode, openai_planner
 from tests.support.openai_server import FakeOpenAIServer, Slow, ToolCalls, finish_call, python_call
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from primitives.errors import EpisodeFinished
-from pyrua_dojo.agent import AgentConfig, says_done
+from pyrua_dojo.runtime.agent import AgentConfig, says_done
 from pyrua_dojo.llm import PriceTable
-from pyrua_dojo.prompt import PromptOptions
-from pyrua_dojo.trace import read_jsonl
+from pyrua_dojo.runtime.prompt.assemble import PromptOptions
+from pyrua_dojo.runtime.trace import read_jsonl
 from tests.support.episode import build_episode, openai_planner
 from tests.support.openai_server import (
     Drop,

@@ -24,19 +24,17 @@ from primitives.errors import CancelToken
 from primitives.kinematics import X5Kinematics
 from primitives.robot import Robo
 from pyrua_dojo.runtime.stepping import EnvBridge
-from pyrua_dojo.calibrate import (
+from pyrua_dojo.runtime.calibration_routine import (
     DEFAULT_PLAN,
     CalibrationPose,
     CalibrationRoutine,
     RoutineConfig,
-    fit_run,
-    load_samples,
     mirror_joints,
-    write_calibration_file,
 )
-from pyrua_dojo.calibrate_twin import mount_error, perturbed_station, run_on_twin
+from pyrua_dojo.runtime.calibration_files import fit_run, load_samples, write_calibration_file
+from pyrua_dojo.evaluate.twin_calibration import mount_error, perturbed_station, run_on_twin
 from pyrua_dojo.cli import main as cli_main
-from pyrua_dojo.trace import RunTrace, read_jsonl
+from pyrua_dojo.runtime.trace import RunTrace, read_jsonl
 from pyrua_dojo.twin import TwinConfig, TwinEnv
 
 DEFAULTS = load_station()

@@ -19,7 +19,7 @@ import pytest
 
 from primitives.errors import CancelToken, CellInterrupted, EpisodeFinished
 from primitives.results import CapturedImage
-from pyrua_dojo.cells import CellConfig, CellExecutor, CellResult, clip
+from pyrua_dojo.runtime.cells import CellConfig, CellExecutor, CellResult, clip
 
 
 class FakeRobo:

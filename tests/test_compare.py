@@ -23,7 +23,7 @@ from scipy import stats
 
 from pyrua_dojo.cli import main as cli_main
 from pyrua_dojo.evaluate.compare import MismatchError, compare, load_run, pair_runs, to_json, to_markdown
-from pyrua_dojo.evaluate.results import AgentRecord, ResultWriter, RunLocation, write_agent_record
+from pyrua_dojo.harness.result_files import AgentRecord, ResultWriter, RunLocation, write_agent_record
 
 RUN_ID = "2026-08-10_09-00-00"
 

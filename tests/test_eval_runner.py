@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from pyrua_dojo.cli import main as cli_main
-from pyrua_dojo.evaluate import merge, runner
-from pyrua_dojo.evaluate.results import (
+from pyrua_dojo.evaluate import episode_run, merge, runner
+from pyrua_dojo.harness.result_files import (
     AgentRecord,
     ResultWriter,
     read_agent_record,
     read_result_file,
     write_agent_record,
 )
-from pyrua_dojo.evaluate.runner import EpisodeKey, EvalSettings, Shard, make_plan, shard_of
+from pyrua_dojo.evaluate.plan import EVAL_FILE, EpisodeKey, EvalSettings, Shard, make_plan, shard_of
 
 
 def settings(tmp_path: Path, **kw) -> EvalSettings:
@@ -100,7 +100,7 @@ def test_the_same_command_resumes_the_latest_run_and_a_changed_one_is_refused(tm
         make_plan(settings(tmp_path, program=program, ckpt_name="scripted"))
     fresh = make_plan(settings(tmp_path, new_run=True, run_id=None))
     assert not fresh.resumed and not fresh.done
-    saved = json.loads((first.locations[("align_blocks", 0)].path / runner.EVAL_FILE).read_text())
+    saved = json.loads((first.locations[("align_blocks", 0)].path / EVAL_FILE).read_text())
     assert saved["identity"]["planner"] == "scripted" and saved["run_id"] == first.run_id
     # The twin's conditions are part of the run's identity (realistic masks and an unknown station by default).
     assert (saved["identity"]["seg_noise"], saved["identity"]["station"]) == ("realistic", "unknown")
@@ -165,11 +165,11 @@ def test_merge_refuses_bad_input(tmp_path):
 
 def test_a_booked_episode_without_its_record_gets_it_back_from_the_agent_runs(tmp_path):
     """A kill between the twin's booking and the agent record: the resume attaches the agent's run directory."""
-    from pyrua_dojo.trace import RunTrace
+    from pyrua_dojo.runtime.trace import RunTrace
 
     s = settings(tmp_path, run_id="2026-11-03_00-00-00", tasks=("general_pickup",), seeds=(0,), episodes=3)
     key = EpisodeKey("general_pickup", 0, 1)
-    run_root = runner._agent_runs_root(s, s.run_id, key)
+    run_root = episode_run._agent_runs_root(s, s.run_id, key)
     agent_run = run_root / "general_pickup" / "20261103-000000-env0-ep0001"
     trace = RunTrace(agent_run, meta={"task": "general_pickup", "seed": 0, "env_idx": 0})
     trace.update_result(episode={"steps_used": 200})
@@ -180,20 +180,20 @@ def test_a_booked_episode_without_its_record_gets_it_back_from_the_agent_runs(tm
     loc = s.location("general_pickup", 0, s.run_id)
     ResultWriter(loc).record(1, False, 0.25)
     plan = make_plan(s)
-    assert runner.recover_agent_records(s, plan) == [key]
+    assert episode_run.recover_agent_records(s, plan) == [key]
     rec = read_agent_record(loc.path / "episodes" / "layout_0001")
     assert (rec.layout_id, rec.success, rec.score, rec.llm_calls, rec.input_tokens, rec.steps_used) == \
         (1, False, 0.25, 2, 500, 200)
     assert "recovered" in rec.extra and rec.extra["failure"] is None
-    assert runner.recover_agent_records(s, make_plan(s)) == []  # nothing left to recover
+    assert episode_run.recover_agent_records(s, make_plan(s)) == []  # nothing left to recover
 
 
 def test_stability_check_of_a_layout_asks_a_real_twin():
     # every twin layout of seeds 0 and 1 passes the stability check today (checked over all 550); a layout that fails
     # it is dropped from the count instead of being retried forever
-    assert runner.is_unstable(EpisodeKey("general_pickup", 0, 0)) is False
+    assert episode_run.is_unstable(EpisodeKey("general_pickup", 0, 0)) is False
     with pytest.raises(ValueError, match="layout_id must be in"):
-        runner.is_unstable(EpisodeKey("general_pickup", 0, 999))
+        episode_run.is_unstable(EpisodeKey("general_pickup", 0, 999))
 
 
 def test_layouts_picks_layout_ids_and_relay_is_a_planner(tmp_path):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pyrua_dojo.evaluate import report
-from pyrua_dojo.evaluate.results import read_agent_record, read_result_file, resolve_root
+from pyrua_dojo.harness.result_files import read_agent_record, read_result_file, resolve_root
 from pyrua_dojo.evaluate.summarize import summarize, to_json
 
 pytestmark = pytest.mark.slow
@@ -168,7 +168,8 @@ def test_eval_with_an_llm_planner_books_its_usage(tmp_path):
 
     from rich.console import Console
 
-    from pyrua_dojo.evaluate.runner import EvalSettings, run_eval
+    from pyrua_dojo.evaluate.plan import EvalSettings
+    from pyrua_dojo.evaluate.runner import run_eval
     from tests.support.openai_server import FakeOpenAIServer, ToolCalls, finish_call, python_call
 
     usage = {"prompt_tokens": 5000, "completion_tokens": 50, "prompt_tokens_details": {"cached_tokens": 4000},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pyrua_dojo.images import encode_image, image_size
+from pyrua_dojo.runtime.images import encode_image, image_size
 
 
 @pytest.mark.parametrize("fmt", ["png", "jpeg"])

@@ -14,14 +14,17 @@ import pytest
 
 from calibration import load_station
 from pyrua_dojo.catalog import TASKS as CATALOGUE
-from pyrua_dojo.config import PolicyConfig
+from pyrua_dojo.plugin.config import PolicyConfig
 from pyrua_dojo.evaluate import compare as cmp
+from pyrua_dojo.evaluate import plan as eval_plan
 from pyrua_dojo.evaluate import runner
-from pyrua_dojo.evaluate.results import AgentRecord, ResultWriter, RunLocation, write_agent_record
-from pyrua_dojo.judging_cards import JUDGING_CARD_TOKEN_BUDGET, judging_text, judging_texts
-from pyrua_dojo.play import PlayOptions
-from pyrua_dojo.prompt import PromptOptions, TaskCard, build_prompt, estimate_tokens, run_cli
-from pyrua_dojo.twin import TASKS as TWIN_TASKS
+from pyrua_dojo.harness.result_files import AgentRecord, ResultWriter, RunLocation, write_agent_record
+from pyrua_dojo.runtime.judging_cards import JUDGING_CARD_TOKEN_BUDGET, judging_text, judging_texts
+from pyrua_dojo.evaluate.play import PlayOptions
+from pyrua_dojo.runtime.prompt.assemble import PromptOptions, build_prompt, estimate_tokens
+from pyrua_dojo.runtime.prompt.card import TaskCard
+from pyrua_dojo.runtime.prompt.command import run_cli
+from pyrua_dojo.twin import TWIN_TASKS
 from pyrua_dojo.twin.reward import Pred, WorldState
 
 STATION = load_station()
@@ -162,7 +165,7 @@ def test_cli_spells_the_switch_on_play_eval_and_prompt() -> None:
 
 
 def test_play_passes_the_setting_and_refuses_it_twice() -> None:
-    from pyrua_dojo import play as play_module
+    from pyrua_dojo.evaluate import play as play_module
     from pyrua_dojo.harness.policydir import PolicyDir
     from submission.install import plugin_dir
 
@@ -180,34 +183,34 @@ def test_play_passes_the_setting_and_refuses_it_twice() -> None:
 # --------------------------------------------------------------------------------------------------- the record
 
 
-def _settings(tmp_path: Path, **kw) -> runner.EvalSettings:
-    return runner.EvalSettings(tasks=("align_blocks",), seeds=(7,), episodes=2, out=tmp_path / "r", **kw)
+def _settings(tmp_path: Path, **kw) -> eval_plan.EvalSettings:
+    return eval_plan.EvalSettings(tasks=("align_blocks",), seeds=(7,), episodes=2, out=tmp_path / "r", **kw)
 
 
 def test_eval_records_the_setting_and_refuses_to_resume_with_another(tmp_path: Path) -> None:
     on = _settings(tmp_path)
-    plan = runner.make_plan(on)
+    plan = eval_plan.make_plan(on)
     runner._write_eval_files(on, plan)
-    saved = json.loads((plan.locations[("align_blocks", 7)].path / runner.EVAL_FILE).read_text())
+    saved = json.loads((plan.locations[("align_blocks", 7)].path / eval_plan.EVAL_FILE).read_text())
     assert saved["identity"]["judging_card"] is True
     with pytest.raises(ValueError, match="other settings .*judging_card"):
-        runner.make_plan(_settings(tmp_path, judging_card=False))
-    assert runner.make_plan(_settings(tmp_path, judging_card=False, new_run=True)).resumed is False
+        eval_plan.make_plan(_settings(tmp_path, judging_card=False))
+    assert eval_plan.make_plan(_settings(tmp_path, judging_card=False, new_run=True)).resumed is False
     with pytest.raises(ValueError, match="--judging-card"):
         _settings(tmp_path, overrides=("judging_card=false",))
 
 
 def test_an_eval_run_from_before_the_card_reads_as_without_it(tmp_path: Path) -> None:
     on = _settings(tmp_path)
-    plan = runner.make_plan(on)
+    plan = eval_plan.make_plan(on)
     runner._write_eval_files(on, plan)
-    path = plan.locations[("align_blocks", 7)].path / runner.EVAL_FILE
+    path = plan.locations[("align_blocks", 7)].path / eval_plan.EVAL_FILE
     saved = json.loads(path.read_text())
     del saved["identity"]["judging_card"]
     path.write_text(json.dumps(saved))
-    assert runner.make_plan(_settings(tmp_path, judging_card=False)).resumed
+    assert eval_plan.make_plan(_settings(tmp_path, judging_card=False)).resumed
     with pytest.raises(ValueError, match="judging_card: False there, True now"):
-        runner.make_plan(_settings(tmp_path))
+        eval_plan.make_plan(_settings(tmp_path))
 
 
 def _tree(root: Path, cards: dict[int, bool | None], solved: int) -> Path:

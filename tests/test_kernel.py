@@ -15,7 +15,7 @@ import pytest
 
 from primitives.errors import CancelToken, EpisodeFinished
 from primitives.results import CapturedImage, Grip
-from pyrua_dojo.cells import CellConfig, CellResult
+from pyrua_dojo.runtime.cells import CellConfig, CellResult
 from pyrua_dojo.kernel.host import KernelConfig, KernelExecutor
 
 SECRET = "kernel-test-secret-value"

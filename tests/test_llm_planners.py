@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pyrua_dojo.agent import AgentConfig
+from pyrua_dojo.runtime.agent import AgentConfig
 from pyrua_dojo.llm import ReplayPlanner, ScriptedPlanner
-from pyrua_dojo.trace import read_jsonl, recorded_cells
+from pyrua_dojo.runtime.trace import read_jsonl, recorded_cells
 from tests.support.episode import build_episode
 
 PROGRAM = [

@@ -23,9 +23,9 @@ from primitives.actions import Observation  # noqa: E402
 from primitives.kinematics import X5Kinematics  # noqa: E402
 from primitives.perception import Perception, mask_outline  # noqa: E402
 from primitives.robot import Robo  # noqa: E402
-from primitives.segmentation import SegmentationClient  # noqa: E402
+from primitives.seg_client import SegmentationClient  # noqa: E402
 from pyrua_dojo.runtime.stepping import EnvBridge  # noqa: E402
-from pyrua_dojo.segmentation.serve import serve_twin  # noqa: E402
+from pyrua_dojo.seg_service.serve import serve_twin  # noqa: E402
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv  # noqa: E402
 
 STATION = load_station()

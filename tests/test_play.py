@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pyrua_dojo.cli import main
-from pyrua_dojo.evaluate.results import agent_record_dir, load_agent_records, read_agent_record, read_result_file
-from pyrua_dojo.play import PlayOptions
+from pyrua_dojo.harness.result_files import agent_record_dir, load_agent_records, read_agent_record, read_result_file
+from pyrua_dojo.evaluate.play import PlayOptions
 from tests.fixtures.policies.helpers import run_dir_of
 
 

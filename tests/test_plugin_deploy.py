@@ -340,7 +340,7 @@ def test_deploy_yml_is_accepted_by_the_model_config() -> None:
     """The shipped deploy.yml plus setup_policy_server.py's overrides parse with the Model's own config."""
     import ast as pyast
 
-    from pyrua_dojo.config import PolicyConfig
+    from pyrua_dojo.plugin.config import PolicyConfig
 
     cfg = yaml.safe_load((plugin_dir() / "deploy.yml").read_text())
     overrides = dict(port="40001", host="localhost", bench_name="RoboDojo", task_name="stack_blocks",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pyrua_dojo.plugin.model import Model
-from pyrua_dojo.trace import load_run
+from pyrua_dojo.runtime.trace import load_run
 from pyrua_dojo.twin.env import TwinEnv
 from tests.support.openai_server import FakeOpenAIServer, Slow, ToolCalls, python_call
 

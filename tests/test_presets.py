@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from pyrua_dojo.agent import AgentConfig
-from pyrua_dojo.config import PolicyConfig
+from pyrua_dojo.runtime.agent import AgentConfig
+from pyrua_dojo.plugin.config import PolicyConfig
 from pyrua_dojo.evaluate.viewer import load_episode, render_view
 from pyrua_dojo.llm import OpenAIPlanner
 from pyrua_dojo.llm.context import estimate_message_tokens, fit_to_window
-from pyrua_dojo.presets import apply_preset, available_presets, load_preset
-from pyrua_dojo.trace import read_jsonl
+from pyrua_dojo.plugin.presets import apply_preset, available_presets, load_preset
+from pyrua_dojo.runtime.trace import read_jsonl
 from tests.support.episode import FAST_RETRY, build_episode
 from tests.support.openai_server import FakeOpenAIServer, ToolCalls, finish_call, python_call
 
@@ -210,8 +210,8 @@ def test_the_rule_drops_images_first_then_outputs_never_the_card_or_last_turns()
 
 
 def test_play_and_eval_take_a_preset_and_check_it(tmp_path):
-    from pyrua_dojo.evaluate.runner import EvalSettings
-    from pyrua_dojo.play import PlayOptions
+    from pyrua_dojo.evaluate.plan import EvalSettings
+    from pyrua_dojo.evaluate.play import PlayOptions
 
     settings = EvalSettings(tasks=("stack_blocks",), planner="openai", preset="coder-4b", out=tmp_path)
     assert settings.ckpt == "coder-4b" and settings.identity()["preset"] == "coder-4b"

@@ -15,20 +15,12 @@ import pytest
 from primitives.results import CapturedImage
 from pyrua_dojo.catalog import TASKS
 from pyrua_dojo.cli import main as cli_main
-from pyrua_dojo.images import encode_image
-from pyrua_dojo.prompt import (
-    CORE_TOKEN_BUDGET,
-    PromptOptions,
-    TaskCard,
-    api_reference,
-    build_prompt,
-    estimate_tokens,
-    load_text,
-    referenced_types,
-    render,
-    robo_api_reference,
-    run_cli,
-)
+from pyrua_dojo.runtime.images import encode_image
+from pyrua_dojo.runtime.prompt.command import CORE_TOKEN_BUDGET, run_cli
+from pyrua_dojo.runtime.prompt.assemble import PromptOptions, build_prompt, estimate_tokens
+from pyrua_dojo.runtime.prompt.card import TaskCard
+from pyrua_dojo.runtime.prompt.reference import api_reference, referenced_types, robo_api_reference
+from prompts import load_text, render
 
 # -- a small robot class of our own, to test the generator ---------------------------------------------------------
 
@@ -279,7 +271,7 @@ def test_the_api_reference_and_notes_take_their_numbers_from_the_station_and_con
 
     from calibration import load_station
     from primitives.robot import RoboConfig
-    from pyrua_dojo.prompt import station_facts
+    from pyrua_dojo.runtime.prompt.reference import station_facts
 
     packaged = load_station()
     station = dataclasses.replace(

@@ -15,10 +15,10 @@ import numpy as np
 import openai
 import pytest
 
-from pyrua_dojo.cells import ImageAttachment
+from pyrua_dojo.runtime.cells import ImageAttachment
 from pyrua_dojo.llm import OpenAIConfig, tool_specs, OpenAIPlanner, PlannerStop, RetryPolicy, ToolResult
-from pyrua_dojo.relay import TOKEN_COUNT, Relay, RelayDir
-from pyrua_dojo.relay_commands import reply, show
+from pyrua_dojo.relay.server import TOKEN_COUNT, Relay, RelayDir
+from pyrua_dojo.relay.commands import reply, show
 from tests.support.openai_server import FakeOpenAIServer, ToolCalls, finish_call, python_call
 
 
@@ -219,7 +219,7 @@ def test_relay_commands_from_the_command_line(tmp_path):
 
 
 def test_end_text_separates_agent_steps_and_shows_the_cell_the_episode_ended_in(tmp_path: Path) -> None:
-    from pyrua_dojo.relay_play import end_relay
+    from pyrua_dojo.relay.planners import end_relay
 
     relay = Relay(tmp_path / "r", answer_timeout_s=30).start()
     agent = tmp_path / "agent"
@@ -237,7 +237,7 @@ def test_end_text_separates_agent_steps_and_shows_the_cell_the_episode_ended_in(
 
 
 def test_end_text_has_no_cell_output_when_the_last_cell_completed(tmp_path: Path) -> None:
-    from pyrua_dojo.relay_play import end_relay
+    from pyrua_dojo.relay.planners import end_relay
 
     relay = Relay(tmp_path / "r", answer_timeout_s=30).start()
     agent = tmp_path / "agent"

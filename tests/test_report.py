@@ -13,7 +13,7 @@ from pyrua_dojo.catalog import Dimension
 from pyrua_dojo.cli import main as cli_main
 from pyrua_dojo.evaluate import report
 from pyrua_dojo.evaluate.browser import ChromiumNotFound, find_chromium, render_page
-from pyrua_dojo.evaluate.results import AgentRecord, ResultWriter, RunLocation, additional_info, write_agent_record
+from pyrua_dojo.harness.result_files import AgentRecord, ResultWriter, RunLocation, additional_info, write_agent_record
 from pyrua_dojo.evaluate.summarize import summarize
 
 FIXTURE = Path(__file__).parent / "fixtures" / "robodojo-results"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pyrua_dojo.evaluate.results import (
+from pyrua_dojo.harness.result_files import (
     AgentRecord,
     EpisodeResult,
     ResultFileError,

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from pyrua_dojo.cli import build_parser
-from pyrua_dojo.evaluate.runner import EvalSettings, settings_from_args
-from pyrua_dojo.play import PlayOptions
-from pyrua_dojo.run_options import SEG_NOISE_LEVELS, STATION_MODES, RunOptions
+from pyrua_dojo.evaluate.plan import EvalSettings
+from pyrua_dojo.evaluate.eval_command import settings_from_args
+from pyrua_dojo.evaluate.play import PlayOptions
+from pyrua_dojo.evaluate.run_options import SEG_NOISE_LEVELS, STATION_MODES, RunOptions
 
 
 def test_the_command_line_names_the_twin_conditions_their_owners_define() -> None:
-    from pyrua_dojo.segmentation.twin_backend import NOISE_LEVELS
+    from pyrua_dojo.seg_service.twin_backend import NOISE_LEVELS
     from pyrua_dojo.twin.station_draw import STATION_MODES as TWIN_STATION_MODES
 
     assert tuple(SEG_NOISE_LEVELS) == tuple(NOISE_LEVELS) and tuple(STATION_MODES) == tuple(TWIN_STATION_MODES)
@@ -50,7 +51,7 @@ def test_the_flags_of_play_and_eval_give_the_same_run_options() -> None:
     eval_args = parser.parse_args(["eval", "--tasks", "stack_blocks", *shared])
     play_args = parser.parse_args(["play", "--task", "stack_blocks", *shared])
     settings = settings_from_args(eval_args)
-    from pyrua_dojo.run_options import run_options_from_args
+    from pyrua_dojo.evaluate.run_options import run_options_from_args
 
     options = PlayOptions(task="stack_blocks", **run_options_from_args(play_args))
     names = [f.name for f in dataclasses.fields(RunOptions) if f.name != "request_timeout_s"]

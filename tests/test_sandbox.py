@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from primitives.errors import CancelToken
-from pyrua_dojo.cells import CellExecutor, CellResult
-from pyrua_dojo.sandbox import ALLOWED_MODULES, audit_flags, find_refusal
+from pyrua_dojo.runtime.cells import CellExecutor, CellResult
+from pyrua_dojo.runtime.sandbox import ALLOWED_MODULES, audit_flags, find_refusal
 
 SECRET = "the-secret-outside-the-workspace"
 

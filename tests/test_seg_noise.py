@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pyrua_dojo.segmentation.twin_backend import (
+from pyrua_dojo.seg_service.twin_backend import (
     NOISE_LEVELS,
     DictMaskOracle,
     ObjectMask,

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from primitives import rle
-from primitives.segmentation import ExemplarBox, SegmentationClient, image_sha256
-from pyrua_dojo.segmentation import DictMaskOracle, ObjectMask, SegmentationServer, TwinBackend
+from primitives.seg_contract import ExemplarBox, image_sha256
+from primitives.seg_client import SegmentationClient
+from pyrua_dojo.seg_service import DictMaskOracle, ObjectMask, SegmentationServer, TwinBackend
 
 H, W = 48, 64
 

@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from primitives.segmentation import ExemplarBox, SegmentationClient
-from pyrua_dojo.segmentation import Sam3Backend, Sam3Unavailable, SegmentationServer
-from pyrua_dojo.segmentation.backend import BackendInfo
+from primitives.seg_contract import ExemplarBox
+from primitives.seg_client import SegmentationClient
+from pyrua_dojo.seg_service import Sam3Backend, Sam3Unavailable, SegmentationServer
+from pyrua_dojo.seg_service.backend import BackendInfo
 from pyrua_dojo.benchmarks.seg import COLOURS
 
 H, W = 96, 128

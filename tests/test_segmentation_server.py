@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from primitives import rle
-from primitives.segmentation_contract import image_sha256
-from pyrua_dojo.segmentation import BackendInfo, SegmentationRequestError, SegmentationServer, ServerLimits
-from pyrua_dojo.segmentation.backend import Detection, ExemplarBoxPx, SegmentationBackend
-from pyrua_dojo.segmentation.server import decode_image, instance_json
+from primitives.seg_contract import image_sha256
+from pyrua_dojo.seg_service import BackendInfo, SegmentationRequestError, SegmentationServer, ServerLimits
+from pyrua_dojo.seg_service.backend import Detection, ExemplarBoxPx, SegmentationBackend
+from pyrua_dojo.seg_service.http_server import decode_image, instance_json
 
 H, W = 40, 60
 

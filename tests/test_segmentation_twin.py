@@ -6,8 +6,8 @@ import cv2
 import numpy as np
 import pytest
 
-from primitives.segmentation import SegmentationClient
-from pyrua_dojo.segmentation import (
+from primitives.seg_client import SegmentationClient
+from pyrua_dojo.seg_service import (
     DictMaskOracle,
     MaskOracle,
     ObjectMask,
@@ -17,8 +17,8 @@ from pyrua_dojo.segmentation import (
     TwinNoise,
 )
 from pyrua_dojo.benchmarks.seg import synthetic_scene
-from pyrua_dojo.segmentation.serve import serve_twin
-from pyrua_dojo.segmentation.twin_backend import normalize_words
+from pyrua_dojo.seg_service.serve import serve_twin
+from pyrua_dojo.seg_service.twin_backend import normalize_words
 
 H, W = 60, 80
 

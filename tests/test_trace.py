@@ -11,8 +11,8 @@ import cv2
 import numpy as np
 import pytest
 
-from pyrua_dojo.cells import ImageAttachment
-from pyrua_dojo.trace import RunTrace, jsonable, load_run, read_jsonl, write_json_atomic
+from pyrua_dojo.runtime.cells import ImageAttachment
+from pyrua_dojo.runtime.trace import RunTrace, jsonable, load_run, read_jsonl, write_json_atomic
 
 
 def test_result_json_says_running_at_start_and_final_status_at_end(tmp_path):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pyrua_dojo.catalog import get_task as catalogue_task
-from pyrua_dojo.twin import get_task
+from pyrua_dojo.twin import get_twin_task
 from pyrua_dojo.twin import objects_classify as parts
 from pyrua_dojo.twin.layouts import Layout
 from pyrua_dojo.twin.reward import (
@@ -80,7 +80,7 @@ def sorted_poses(lay: Layout, mapping: tuple[int, int, int]) -> dict[str, list[f
 
 
 def test_new_predicates_mirror_upstream() -> None:
-    lay = get_task("classify_objects").layout(STATION, 0, 0)
+    lay = get_twin_task("classify_objects").layout(STATION, 0, 0)
     pens = category_labels(lay)[1]
     assert len(pens) == 3
     inside = basket_slots(lay, pens, "basket1")
@@ -121,7 +121,7 @@ def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
     assert replace(twin, instruction="") == replace(cat, instruction="")
     assert catalogue_task(task).matches(twin.instruction)  # the instruction names this layout's categories
     assert (card.step_limit, card.back_to_origin, card.instruction) == (cat.step_limit, cat.back_to_origin, twin.instruction)
-    spec = get_task(task)
+    spec = get_twin_task(task)
     lay = spec.layout(STATION, 0, 0)
     assert spec.program(lay, state_of(lay, {})).queries == ()  # upstream registers no instant failure for these
 
@@ -130,7 +130,7 @@ def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
 def test_category_names_find_their_objects_and_only_them(table: tuple) -> None:
     """The segmentation stand-in matches a prompt to objects whose words cover it: upstream's category name (the
     by_language instruction's word) covers every instance of its category and no instance of the others."""
-    from pyrua_dojo.segmentation.twin_backend import normalize_words
+    from pyrua_dojo.seg_service.twin_backend import normalize_words
 
     specs = {name: [parts.category_object(name, i) for i in ids] for name, ids in table}
     for name in specs:
@@ -150,7 +150,7 @@ def test_basket_layouts_follow_upstream(task: str, table: tuple, sizes: set[int]
     allowed = dict(table)
     counts, categories = set(), set()
     for lid in range(25):
-        lay = get_task(task).layout(STATION, 0, lid)
+        lay = get_twin_task(task).layout(STATION, 0, lid)
         if task == "classify_objects_by_language":
             named = catalogue_task(task).parse(lay.instruction)
             assert named == {f"cat{c}": lay.object(f"cat{c}_0").spec.category for c in range(3)}
@@ -199,7 +199,7 @@ def test_classify_sorted_into_baskets_succeeds_with_any_mapping(mapping: tuple[i
 
 
 def test_classify_near_misses_and_score_tiers() -> None:
-    lay = get_task("classify_objects").layout(STATION, 0, 2)  # 1 + 3 + 3 objects
+    lay = get_twin_task("classify_objects").layout(STATION, 0, 2)  # 1 + 3 + 3 objects
     cats = category_labels(lay)
     assert [len(c) for c in cats] == [1, 3, 3]
     good = sorted_poses(lay, (1, 2, 0))
@@ -245,7 +245,7 @@ def test_by_language_sorted_as_told_succeeds() -> None:
 
 def test_by_language_near_misses_and_score_tiers() -> None:
     task = "classify_objects_by_language"
-    lay = get_task(task).layout(STATION, 0, 1)
+    lay = get_twin_task(task).layout(STATION, 0, 1)
     cats = category_labels(lay)
     assert run(task, lay, [state_of(lay, sorted_poses(lay, (0, 1, 2)))]).reward == 1.0
     # Sorted by category, but not into the baskets the instruction names: no success, no score.
@@ -286,7 +286,7 @@ def organized(lay: Layout, mouse_yaw: float = -90.0) -> dict[str, list[float]]:
 def test_organize_layouts_follow_upstream() -> None:
     seen_mouse, seen_fig = set(), set()
     for lid in range(50):
-        lay = get_task("organize_table").layout(STATION, 0, lid)
+        lay = get_twin_task("organize_table").layout(STATION, 0, lid)
         fixed = {lb: lay.object(lb) for lb in ("drawer", "cube_cushion", "monitor", "mousemat", "frame")}
         assert all(f.static and f.pose[3] == pytest.approx(1.0) for f in fixed.values())
         assert -0.45 <= fixed["drawer"].pose[0] <= -0.25 and fixed["drawer"].pose[1] == pytest.approx(0.15)
@@ -320,7 +320,7 @@ def test_organize_done_succeeds_once_everything_is_still() -> None:
 
 def test_organize_near_misses() -> None:
     task = "organize_table"
-    lay = get_task(task).layout(STATION, 0, 3)
+    lay = get_twin_task(task).layout(STATION, 0, 3)
     good = organized(lay)
     prog = run(task, lay, [state_of(lay, good)] * 5)
     assert prog.reward == 1.0 and prog.process_score(success=True) == 100.0
@@ -357,7 +357,7 @@ def test_organize_near_misses() -> None:
 
 def test_organize_score_tiers_count_items_in_place() -> None:
     task = "organize_table"
-    lay = get_task(task).layout(STATION, 0, 3)
+    lay = get_twin_task(task).layout(STATION, 0, 3)
     good = organized(lay)
     for n, items in enumerate((("alarm",), ("alarm", "mouse"), ("alarm", "mouse", "garage")), start=1):
         poses = {k: good[k] for k in items}

@@ -15,12 +15,12 @@ import pytest
 
 from calibration.station import load_station
 from pyrua_dojo.cli import main
-from pyrua_dojo.evaluate.results import read_result_file
-from pyrua_dojo.harness.client import ClientSettings, TwinEvalClient, classify_error, parse_layouts
+from pyrua_dojo.harness.result_files import read_result_file
+from pyrua_dojo.harness.eval_client import ClientSettings, TwinEvalClient, classify_error, parse_layouts
 from pyrua_dojo.twin.env import TwinEnv
 from pyrua_dojo.harness.policydir import PolicyDir, PolicyDirError, merge_overrides
 from pyrua_dojo.harness.taskenv import ENV_METHODS, EnvAccessError, TaskEnvView, ViewState
-from pyrua_dojo.twin.tasks import get_task
+from pyrua_dojo.twin.tasks import get_twin_task
 from pyrua_dojo.wire import ErrorCode, WireError
 from tests.fixtures.policies.helpers import policy_copy, records, run_dir_of, serve
 
@@ -66,7 +66,7 @@ def test_observations_results_and_videos_follow_robodojo(tmp_path):
         assert state[f"{arm}_ee_joint_state"] == {"type": "list", "items": [{"type": "float"}]}  # a list, not array
     assert not any(k.endswith(("tcp_pose", "delta_ee_pose")) or k == "mobile" for k in state)
     assert first["env_idx"] == {"type": "int"}
-    layout = get_task(TASK).layout(load_station(), 0, 3)
+    layout = get_twin_task(TASK).layout(load_station(), 0, 3)
     for o in obs:
         assert o["instruction"] == layout.instruction
         assert o["additional_info"] == {"frequency": 25} and o["data_format_version"] == "v1.0"
@@ -109,7 +109,7 @@ def test_batch_policy_gets_parallel_envs_with_their_env_idx(tmp_path):
         assert len([o for o in obs if o["env_idx"] == env]) == 200 // 50
     instructions = {o["env_idx"]: o["instruction"] for o in obs}
     station = load_station()
-    assert instructions == {i: get_task(TASK).layout(station, 0, i).instruction for i in (0, 1)}
+    assert instructions == {i: get_twin_task(TASK).layout(station, 0, i).instruction for i in (0, 1)}
     result = read_result_file(run_dir_of(results, TASK, "hold_policy") / "_result.json")
     assert [(e.index, e.layout_id) for e in result.episodes] == [(0, 0), (1, 1)]
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from pyrua_dojo.cli import main
-from pyrua_dojo.evaluate.results import read_result_file
-from pyrua_dojo.trace import load_run
+from pyrua_dojo.harness.result_files import read_result_file
+from pyrua_dojo.runtime.trace import load_run
 from pyrua_dojo.harness.policydir import PolicyDir
-from pyrua_dojo.harness.runner import ServerLaunch
+from pyrua_dojo.harness.twin_eval import ServerLaunch
 from tests.fixtures.policies.helpers import policy_copy, recorded_cfg, records, run_dir_of
 
 TASK = "general_pickup"

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from calibration.transforms import matrix_to_quat, quat_multiply, quat_to_matrix
-from pyrua_dojo.segmentation.twin_backend import normalize_words
-from pyrua_dojo.twin import TwinEnv, get_task
+from pyrua_dojo.seg_service.twin_backend import normalize_words
+from pyrua_dojo.twin import TwinEnv, get_twin_task
 from pyrua_dojo.twin import objects_digits as D
 from pyrua_dojo.twin.layouts import Layout, box_polygon, polygons_intersect
 from pyrua_dojo.twin.reward import (
@@ -27,12 +27,7 @@ from pyrua_dojo.twin.reward import (
     any_k_of,
     convex_hull,
 )
-from pyrua_dojo.twin.scripted import (
-    CLOSED,
-    OPEN,
-    EpisodeEnded,
-    JointScript,
-)
+from pyrua_dojo.twin.truth_controller import CLOSED, OPEN, EpisodeEnded, JointScript
 from pyrua_dojo.twin.tasks_digits import (
     OPS,
     arrange_order,
@@ -70,7 +65,7 @@ def test_any_k_of_holds_when_some_k_groups_hold_entirely() -> None:
         return Pred(name, lambda s: flags[name])
 
     groups = [(p("a"),), (p("b"), p("c")), (p("d"),)]
-    state = state_of(get_task("arrange_largest_number").layout(STATION, 0, 0), {})
+    state = state_of(get_twin_task("arrange_largest_number").layout(STATION, 0, 0), {})
     assert any_k_of(groups, 1)(state) and any_k_of(groups, 2)(state)  # a and d
     assert not any_k_of(groups, 3)(state)  # group (b, c) fails on b
     flags["d"] = False
@@ -90,7 +85,7 @@ def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
     twin, cat, card = stated_facts(task)
     assert twin == cat
     assert (card.step_limit, card.back_to_origin, card.instruction) == (cat.step_limit, cat.back_to_origin, twin.instruction)
-    spec = get_task(task)
+    spec = get_twin_task(task)
     lay = spec.layout(STATION, 0, 0)
     assert spec.has_score is (task != "solve_equation")  # upstream's solve_equation has no get_score
     assert spec.program(lay, state_of(lay, {})).queries == ()  # upstream registers no instant failure
@@ -101,7 +96,7 @@ def test_arrange_layouts_follow_upstream(task: str) -> None:
     """Per upstream's config: 4 or 5 distinct digits of one texture group (held-out groups in `_random`), one fixed
     mat per digit on one line 8.5 cm apart centred on x = 0 at y -0.1..-0.05 (mat_0 leftmost), digits at x +-0.4,
     y -0.25..-0.05, yaw +-45 deg; `_random` adds clutter kept off the arms' strip."""
-    spec = get_task(task)
+    spec = get_twin_task(task)
     ids = range(30, 50) if task.endswith("_random") else range(30)
     counts = set()
     for lid in range(spec.eval_nums):
@@ -152,7 +147,7 @@ def test_fifty_layouts_build_and_pass_the_stability_rule(task: str) -> None:
 
 def test_segmentation_words_single_out_each_tile() -> None:
     """"the tile showing 7" (or "seven") finds exactly the tile printed 7; "mat" finds the mats and no tile."""
-    lay = get_task("arrange_largest_number").layout(STATION, 0, 0)
+    lay = get_twin_task("arrange_largest_number").layout(STATION, 0, 0)
     described = {o.label: normalize_words(o.spec.words) | normalize_words(o.spec.descriptions) for o in lay.objects}
     for label, value in arrange_order(lay):
         for phrase in (f"the tile showing {value}", f"number {value}"):
@@ -197,7 +192,7 @@ def test_arrange_by_truth_climbs_the_tiers_and_succeeds_at_that_step(task: str) 
 def _arrange_with(values: set[int]) -> tuple[str, Layout]:
     """A layout (seed 0 or 1) whose digits include all of `values`."""
     for task in ARRANGE:
-        spec = get_task(task)
+        spec = get_twin_task(task)
         for k in range(50):
             lay = spec.layout(STATION, *divmod(k, spec.eval_nums))
             if values <= {v for _, v in arrange_order(lay)}:
@@ -243,7 +238,7 @@ def test_arrange_near_misses_and_upstream_leniencies() -> None:
 def test_arrange_score_counts_any_tiles_in_place() -> None:
     """The tiers count tiles in their right places, whichever they are; one tier per step; the top tier only
     with success."""
-    lay = get_task("arrange_largest_number").layout(STATION, 0, 1)
+    lay = get_twin_task("arrange_largest_number").layout(STATION, 0, 1)
     order = arrange_order(lay)
     mats = {o.label: o.pose for o in lay.objects if o.label.startswith("mat_")}
     n = len(order)
@@ -303,7 +298,7 @@ def test_solve_equation_layouts_follow_upstream() -> None:
     """Five fixed mats at y 0 (mat3 holds the "="), three of t0 t1 t2 t4 on their mats (t1 an operator), ten free
     number tiles one per digit (index d, d + 10 or d + 20), four free operators at y -0.27, yaw 0; the missing
     value's tiles are exactly those that make the equation true."""
-    spec = get_task("solve_equation")
+    spec = get_twin_task("solve_equation")
     empty_slots = set()
     for lid in range(spec.eval_nums):
         lay = spec.layout(STATION, 0, lid)
@@ -340,7 +335,7 @@ def test_solve_equation_layouts_follow_upstream() -> None:
 
 def _solve_layout_with(slot: int, several: bool) -> tuple[int, Layout]:
     """A solve_equation layout (seed 0, 1) whose empty slot is `slot`, with several or exactly one answer."""
-    spec = get_task("solve_equation")
+    spec = get_twin_task("solve_equation")
     for k in range(100):
         seed, lid = divmod(k, spec.eval_nums)
         lay = spec.layout(STATION, seed, lid)
@@ -351,7 +346,7 @@ def _solve_layout_with(slot: int, several: bool) -> tuple[int, Layout]:
 
 
 def test_solve_equation_by_truth_succeeds_at_that_step() -> None:
-    spec = get_task("solve_equation")
+    spec = get_twin_task("solve_equation")
     with twin_at("solve_equation", 0) as (env, truth, act):
         mat, (answer, *_) = find_missing(truth.layout)
         env.take_action(act)
@@ -518,7 +513,7 @@ def test_the_arms_complete_each_task_on_six_layouts(task: str) -> None:
     """The station's arms carry the tiles (every digit onto its mat, largest on mat_0; the answer onto the empty
     mat), handing over where one arm cannot reach, and go home: every episode succeeds with score 1 within the step
     limit - the tiles can be grasped among their neighbours, turned and set down on the mats."""
-    spec = get_task(task)
+    spec = get_twin_task(task)
     steps = []
     with TwinEnv() as env:
         for lid in ARM_LAYOUTS:
@@ -537,4 +532,4 @@ def test_the_arms_complete_each_task_on_six_layouts(task: str) -> None:
             out = truth.outcome()
             assert out.success and out.score == 1.0, (lid, out)
             steps.append(out.steps)
-    print(f"{task} by arm: steps {steps} of {spec.step_lim}")
+    print(f"{task} by arm: steps {steps} of {spec.step_limit}")

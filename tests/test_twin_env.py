@@ -186,7 +186,7 @@ def test_actions_after_the_step_limit_are_dropped(tmp_path) -> None:
         out = truth.outcome()
         assert (out.finished, out.success, out.steps, out.failure, out.score) == (True, False, 200, "step limit", 0.0)
     # The outcome books into RoboDojo's _result.json as one `details` entry.
-    from pyrua_dojo.evaluate.results import ResultWriter, RunLocation, read_result_file
+    from pyrua_dojo.harness.result_files import ResultWriter, RunLocation, read_result_file
 
     loc = RunLocation(tmp_path, "align_blocks", "twin_test", "arx_x5", 0, "ckpt_name=x,action_type=joint", "run")
     booked = out.record_into(ResultWriter(loc))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pyrua_dojo.twin import TwinEnv
-from pyrua_dojo.twin.scripted import EpisodeEnded, JointScript, stack_blocks
+from pyrua_dojo.twin.truth_controller import EpisodeEnded, JointScript, stack_blocks
 
 LAYOUT = 2  # stack_blocks seed 0: three size0 (4 cm) blocks the script can reach without handovers
 XY_TOL = 0.015  # size0

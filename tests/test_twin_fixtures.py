@@ -10,10 +10,10 @@ import pytest
 
 from calibration import load_station
 from calibration.transforms import quat_to_matrix
-from pyrua_dojo.segmentation.twin_backend import normalize_words
+from pyrua_dojo.seg_service.twin_backend import normalize_words
 from pyrua_dojo.twin import objects_precision as P
 from pyrua_dojo.twin.layouts import Placer, PlacementError, layout_rng
-from pyrua_dojo.twin.tasks import TASKS as TWIN_TASKS
+from pyrua_dojo.twin.tasks import TWIN_TASKS
 from pyrua_dojo.twin.objects import NamedPoint, symbol_tile
 from pyrua_dojo.twin.render import GLRenderer
 from pyrua_dojo.twin.reward import WorldState, functional_points, support_points
@@ -230,8 +230,8 @@ def test_ring_bore_and_t_shape() -> None:
 
 
 def test_segmentation_stand_in_finds_the_tile_showing_7() -> None:
-    from pyrua_dojo.segmentation.twin_backend import TwinBackend
-    from pyrua_dojo.twin.segmentation import InstanceInfo, TwinMaskOracle
+    from pyrua_dojo.seg_service.twin_backend import TwinBackend
+    from pyrua_dojo.twin.masks import InstanceInfo, TwinMaskOracle
 
     tiles = [SceneObject(f"tile{d}", symbol_tile("number", d, str(d)), (x, 0.05, TOP + 0.0105, 1.0, 0.0, 0.0, 0.0))
              for d, x in ((3, -0.08), (7, 0.08))]

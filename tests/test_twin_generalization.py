@@ -17,7 +17,7 @@ import pytest
 
 from calibration.transforms import quat_multiply, quat_to_matrix
 from pyrua_dojo.catalog import get_task as catalogued
-from pyrua_dojo.twin import TwinEnv, get_task
+from pyrua_dojo.twin import TwinEnv, get_twin_task
 from pyrua_dojo.twin import objects_generalization as G
 from pyrua_dojo.twin.reward import (
     PreState,
@@ -126,7 +126,7 @@ def check_layout(task: str, lay: Any) -> None:
 
 @pytest.mark.parametrize("task", TASKS)
 def test_layouts_keep_upstream_ranges_and_are_stable(task: str) -> None:
-    spec = get_task(task)
+    spec = get_twin_task(task)
     a, b = spec.layout(STATION, 0, 3), spec.layout(STATION, 0, 3)
     assert a == b  # deterministic
     for lid in range(6):
@@ -301,7 +301,7 @@ def test_hang_mugs_by_truth(task: str) -> None:
 
 
 def test_handle_height_and_stillness_predicates() -> None:
-    lay = get_task("hang_mugs").layout(STATION, 0, 0)
+    lay = get_twin_task("hang_mugs").layout(STATION, 0, 0)
     initial = {o.label: np.array(o.pose, dtype=float) for o in lay.objects}
     home = np.array([0.0, 0.0, 0.9, 1.0, 0.0, 0.0, 0.0])
     state = WorldState(objects=initial, initial_objects=initial, bboxes={}, ee={"left": home}, origin_ee={"left": home},
@@ -390,7 +390,7 @@ def test_sort_nesting_dolls_largest_on_the_left_by_truth(task: str) -> None:
 
 
 def test_row_predicates() -> None:
-    lay = get_task("sort_nesting_dolls_by_size").layout(STATION, 0, 0)
+    lay = get_twin_task("sort_nesting_dolls_by_size").layout(STATION, 0, 0)
     initial = {o.label: np.array(o.pose, dtype=float) for o in lay.objects}
     home = np.array([0.0, 0.0, 0.9, 1.0, 0.0, 0.0, 0.0])
     state = WorldState(objects=initial, initial_objects=initial, bboxes={}, ee={"left": home}, origin_ee={"left": home},

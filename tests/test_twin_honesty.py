@@ -12,7 +12,7 @@ import pytest
 
 from calibration import load_station
 from calibration.transforms import quat_to_matrix
-from pyrua_dojo.calibrate_twin import mount_error, run_on_twin
+from pyrua_dojo.evaluate.twin_calibration import mount_error, run_on_twin
 from pyrua_dojo.twin import TwinConfig, TwinEnv
 from pyrua_dojo.twin.station_draw import StationSpread, draw_station, station_for_layout
 
@@ -124,7 +124,7 @@ def test_calibration_on_a_drawn_station_recovers_it(tmp_path) -> None:
         assert draw.cameras[cam][0] * 1000 > 1.0 or draw.cameras[cam][1] > 0.2
     assert 1000 * abs(tc.fit.ee.position[0] - truth.x5.ee_offset[0]) < 1.0
     assert tc.fit.env_origin_from == "wrist cameras"
-    from pyrua_dojo.calibrate import write_calibration_file
+    from pyrua_dojo.runtime.calibration_files import write_calibration_file
 
     agent = load_station(write_calibration_file(tc.fit, tmp_path / "cal.yml", source="test"))
     for cam in truth.cameras:

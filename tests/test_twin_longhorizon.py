@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from calibration.transforms import quat_multiply, quat_to_matrix
-from pyrua_dojo.judging_cards import judging_text
-from pyrua_dojo.twin import TwinEnv, get_task
+from pyrua_dojo.runtime.judging_cards import judging_text
+from pyrua_dojo.twin import TwinEnv, get_twin_task
 from pyrua_dojo.twin import objects_longhorizon as parts
 from pyrua_dojo.twin.reward import (
     WorldState,
@@ -56,7 +56,7 @@ def score_of(spec, states: list[WorldState], success: bool) -> float:
 @pytest.mark.parametrize("task", NEW_TASKS)
 def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
     twin, cat, card = stated_facts(task)
-    assert twin == cat and twin.dimension == "Long-Horizon" and get_task(task).has_score
+    assert twin == cat and twin.dimension == "Long-Horizon" and get_twin_task(task).has_score
     assert (card.step_limit, card.back_to_origin, card.instruction) == (cat.step_limit, cat.back_to_origin, twin.instruction)
     assert "arms back at their start pose" in judging_text(task)
 
@@ -75,7 +75,7 @@ def check_bottles_layout(lay) -> None:
 
 
 def test_bottles_layouts_follow_upstream_and_the_bin_stands_off_the_table() -> None:
-    spec = get_task("put_bottles_into_dustbin")
+    spec = get_twin_task("put_bottles_into_dustbin")
     assert spec.layout(STATION, 0, 3) == spec.layout(STATION, 0, 3) != spec.layout(STATION, 1, 3)
     for lid in range(10):
         check_bottles_layout(spec.layout(STATION, 0, lid))
@@ -237,7 +237,7 @@ def check_stacking_layout(lay) -> None:
 
 
 def test_stacking_layouts_follow_upstream() -> None:
-    spec = get_task("play_stacking_toy")
+    spec = get_twin_task("play_stacking_toy")
     for lid in range(10):
         check_stacking_layout(spec.layout(STATION, 0, lid))
     base = parts.stack_base()
@@ -363,7 +363,7 @@ def check_pen_layout(lay) -> None:
 
 
 def test_pen_layouts_follow_upstream_and_pens_carry_their_tip_point() -> None:
-    spec = get_task("fill_pen_holder")
+    spec = get_twin_task("fill_pen_holder")
     for lid in range(10):
         check_pen_layout(spec.layout(STATION, 0, lid))
     for category, i in parts.PENS:

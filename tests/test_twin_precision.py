@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from calibration.transforms import quat_multiply, quat_to_matrix
-from pyrua_dojo.twin import get_task
+from pyrua_dojo.twin import get_twin_task
 from pyrua_dojo.twin import objects_precision as P
 from pyrua_dojo.twin.reward import quat_distance_deg
 from pyrua_dojo.twin.tasks_precision import PRECISION_TASKS
@@ -47,7 +47,7 @@ def test_precision_tasks_take_the_catalogue_facts() -> None:
     for name in PRECISION:
         twin, cat, _ = stated_facts(name)
         assert twin == cat and twin.dimension == "Precision"
-    assert get_task("plug_in_charger").step_lim == 400 and not get_task("insert_key").needs_origin
+    assert get_twin_task("plug_in_charger").step_limit == 400 and not get_twin_task("insert_key").needs_origin
 
 
 # --------------------------------------------------------------------------------------------- layout ranges
@@ -86,7 +86,7 @@ def check_layout(task: str, lay) -> None:
 
 @pytest.mark.parametrize("task", PRECISION)
 def test_layouts_keep_upstream_ranges_and_are_stable(task: str) -> None:
-    spec = get_task(task)
+    spec = get_twin_task(task)
     a, b = spec.layout(STATION, 0, 3), spec.layout(STATION, 0, 3)
     assert a == b and spec.layout(STATION, 1, 3) != a
     for lid in range(3):
@@ -107,12 +107,12 @@ def test_fifty_layouts_build_and_are_stable(task: str) -> None:
 
 
 def test_fasten_screws_layout_details() -> None:
-    lay = get_task("fasten_screws").layout(STATION, 2, 5)
+    lay = get_twin_task("fasten_screws").layout(STATION, 2, 5)
     for i in range(3):
         nut, bolt = lay.object(f"nut{i}"), lay.object(f"bolt{i}")
         assert nut.spec.model_id == bolt.spec.model_id and not nut.static and bolt.static
     assert len({lay.object(f"nut{i}").spec.model_id for i in range(3)}) == 3
-    balls = get_task("pour_balls_into_vase").layout(STATION, 0, 4)
+    balls = get_twin_task("pour_balls_into_vase").layout(STATION, 0, 4)
     cup = balls.object("cup")
     for i in range(7):
         ball = balls.object(f"sphere_{i}")
@@ -120,7 +120,7 @@ def test_fasten_screws_layout_details() -> None:
         assert ball.parent == "cup" and not ball.check_stable
         assert abs(local[0]) <= 0.02 + 1e-9 and abs(local[1]) <= 0.02 + 1e-9  # upstream's offsets in the cup frame
         assert local[2] > -P.CUP6[1] / 2 + P.CUP6[3]  # above the cup's floor
-    coin = get_task("deposit_coin").layout(STATION, 0, 4)
+    coin = get_twin_task("deposit_coin").layout(STATION, 0, 4)
     stand, c = coin.object("vertical_coin_stand"), coin.object("coin0")
     assert c.parent == "vertical_coin_stand" and np.allclose(c.pose[:2], stand.pose[:2]) and np.allclose(c.pose[3:], stand.pose[3:])
 
@@ -349,26 +349,26 @@ def test_insert_tubes_score_counts_items() -> None:
 def test_no_precision_task_fails_early() -> None:
     """Upstream registers no query (instant failure) for any of these tasks: only the step limit ends a failure."""
     for name in PRECISION:
-        lay = get_task(name).layout(STATION, 0, 0)
-        assert get_task(name).program(lay, None).queries == ()  # type: ignore[arg-type]
+        lay = get_twin_task(name).layout(STATION, 0, 0)
+        assert get_twin_task(name).program(lay, None).queries == ()  # type: ignore[arg-type]
 
 
 def test_segmentation_words_single_out_each_object() -> None:
     """A prompt naming one object's category finds that object and no other of its task (the stand-in returns
     every object whose words cover the prompt)."""
-    from pyrua_dojo.segmentation.twin_backend import normalize_words
+    from pyrua_dojo.seg_service.twin_backend import normalize_words
 
     prompts = {"fasten_screws": ["nut", "bolt"], "plug_in_charger": ["charger", "power strip"],
                "insert_tubes": ["tube", "rack"], "pour_balls_into_vase": ["ball", "cup", "vase"],
                "deposit_coin": ["coin", "piggy bank", "stand"], "insert_key": ["key", "keyhole"]}
     for task, words in prompts.items():
-        lay = get_task(task).layout(STATION, 0, 0)
+        lay = get_twin_task(task).layout(STATION, 0, 0)
         described = {o.label: normalize_words(o.spec.words) | normalize_words(o.spec.descriptions)
                      for o in lay.objects}
         for w in words:
             hits = {lb for lb, ws in described.items() if normalize_words(w) <= ws}
             kinds = {lay.object(lb).spec.category for lb in hits}
             assert len(kinds) == 1, (task, w, hits)
-    nuts = get_task("fasten_screws").layout(STATION, 0, 0)
+    nuts = get_twin_task("fasten_screws").layout(STATION, 0, 0)
     red = [o.label for o in nuts.objects if normalize_words("red nut") <= normalize_words(o.spec.words)]
     assert len(red) <= 1

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pyrua_dojo.evaluate.results import read_result_file
+from pyrua_dojo.harness.result_files import read_result_file
 from pyrua_dojo.twin.tasks_precision import PRECISION_TASKS
 
 pytestmark = pytest.mark.slow

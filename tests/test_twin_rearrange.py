@@ -13,7 +13,7 @@ import pytest
 
 from calibration.transforms import quat_multiply, quat_to_matrix
 from pyrua_dojo.catalog import get_task as catalogue_task
-from pyrua_dojo.twin import TwinEnv, get_task
+from pyrua_dojo.twin import TwinEnv, get_twin_task
 from pyrua_dojo.twin import objects_rearrange as parts
 from pyrua_dojo.twin.layouts import box_polygon, polygons_intersect
 from pyrua_dojo.twin.reward import convex_hull, functional_points
@@ -58,32 +58,32 @@ def test_layouts_follow_upstream_ranges() -> None:
     stand, clutter kept off the no-clutter strip in the `_random` variants."""
     x90 = np.array([math.cos(math.pi / 4), math.sin(math.pi / 4), 0, 0])
     for lid in range(25):
-        push = get_task("push_T").layout(STATION, 0, lid)
+        push = get_twin_task("push_T").layout(STATION, 0, lid)
         t, pad = push.object("t"), push.object("target_t")
         assert t.spec.model_id == 0 and pad.static and not t.static
         for o in (t, pad):
             assert -0.45 <= o.pose[0] <= 0.45 and -0.25 <= o.pose[1] <= -0.1
-        bowls = get_task("stack_bowls").layout(STATION, 0, lid)
+        bowls = get_twin_task("stack_bowls").layout(STATION, 0, lid)
         ids = {bowls.object(b).spec.model_id for b in ("bowl0", "bowl1", "bowl2")}
         assert len(ids) == 1 and ids <= set(parts.BOWL_INDICES)
         for b in ("bowl0", "bowl1", "bowl2"):
             o = bowls.object(b)
             assert -0.45 <= o.pose[0] <= 0.45 and -0.25 <= o.pose[1] <= 0.07 and o.pose[3] == pytest.approx(1.0)
-        rnd = get_task("stack_bowls_random").layout(STATION, 0, lid)
+        rnd = get_twin_task("stack_bowls_random").layout(STATION, 0, lid)
         assert {rnd.object(b).spec.model_id for b in ("bowl0", "bowl1", "bowl2")} <= set(parts.BOWL_INDICES_RANDOM)
-        for lay in (rnd, get_task("push_T_random").layout(STATION, 0, lid)):
+        for lay in (rnd, get_twin_task("push_T_random").layout(STATION, 0, lid)):
             clutter = [o for o in lay.objects if o.label.startswith("clutter")]
             assert len(clutter) >= 10
             for o in clutter:
                 hull = convex_hull((o.spec.bbox_vertices @ quat_to_matrix(o.pose[3:]).T + np.array(o.pose[:3]))[:, :2])
                 assert not polygons_intersect(hull, box_polygon([-0.35, -0.5, 0.35, -0.4]))
     for lid in range(50):
-        swap = get_task("swap_T").layout(STATION, 0, lid)
+        swap = get_twin_task("swap_T").layout(STATION, 0, lid)
         t0, t1 = swap.object("t0"), swap.object("t1")
         assert (t0.spec.model_id, t1.spec.model_id) == (0, 1)
         assert -0.09 <= t0.pose[0] <= -0.03 and 0.03 <= t1.pose[0] <= 0.09
         assert all(-0.2 <= o.pose[1] <= -0.15 for o in (t0, t1))
-        tower = get_task("build_tower").layout(STATION, 0, lid)
+        tower = get_twin_task("build_tower").layout(STATION, 0, lid)
         assert tower.object("block0").pose[:2] == pytest.approx((0.0, -0.2))
         assert tower.object("block7").pose[:2] == pytest.approx((0.0, -0.3))
         for b in ("block1", "block5"):
@@ -96,7 +96,7 @@ def test_layouts_follow_upstream_ranges() -> None:
             o = tower.object(b)
             assert 0.3 <= abs(o.pose[0]) <= 0.45 and -0.2 <= o.pose[1] <= 0.0
         assert _yaw_ok(tower.object("block4").pose[3:], -10, 10, base=x90)  # standing: local y up
-        xylo = get_task("play_Xylophone").layout(STATION, 0, lid)
+        xylo = get_twin_task("play_Xylophone").layout(STATION, 0, lid)
         x = xylo.object("xylophone")
         assert x.static and -0.1 <= x.pose[0] <= 0.0 and -0.05 <= x.pose[1] <= 0.05 and _yaw_ok(x.pose[3:], -15, 15)
         stand, mallet = xylo.object("mallet_stand"), xylo.object("mallet")
@@ -217,7 +217,7 @@ def test_stack_bowls_nested_succeeds_once_they_settle() -> None:
 def test_stack_bowls_near_misses_and_score_tier() -> None:
     """The lowest bowl - chosen at check time - tilted 10 deg, or the top bowl 4.5 cm off: no success. The same tilt
     on the top bowl is fine (45 deg). Two bowls nested, grippers open: the 15 tier."""
-    lay = get_task("stack_bowls").layout(STATION, 0, 2)
+    lay = get_twin_task("stack_bowls").layout(STATION, 0, 2)
     tilt10 = [math.cos(math.radians(5)), math.sin(math.radians(5)), 0, 0]
     flat = [1, 0, 0, 0]
 
@@ -279,7 +279,7 @@ def test_build_tower_teleported_into_place_succeeds_at_that_step() -> None:
 
 
 def test_build_tower_near_misses_and_stillness_tiers() -> None:
-    lay = get_task("build_tower").layout(STATION, 0, 1)
+    lay = get_twin_task("build_tower").layout(STATION, 0, 1)
     assert run_program("build_tower", lay, [state_of(lay, tower_poses())]).reward == 1.0
     assert run_program("build_tower", lay, [state_of(lay, tower_poses(turn3=25.0))]).reward == 0.0  # 25 deg > 20
     assert run_program("build_tower", lay, [state_of(lay, tower_poses(turn3=15.0))]).reward == 1.0

@@ -491,10 +491,10 @@ UPSTREAM_SCORE_MODES = {"fold_clothes": "by_count", "fold_clothes_random": "by_c
 
 def test_every_twin_score_uses_upstreams_mode() -> None:
     from calibration import load_station
-    from pyrua_dojo.twin.tasks import TASKS
+    from pyrua_dojo.twin.tasks import TWIN_TASKS
 
     station = load_station()
-    for name, spec in TASKS.items():
+    for name, spec in TWIN_TASKS.items():
         layout = spec.layout(station, 0, 0)
         initial = {o.label: np.array(o.pose, dtype=float) for o in layout.objects}
         state = WorldState(

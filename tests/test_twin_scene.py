@@ -76,7 +76,7 @@ def test_segmentation_oracle_returns_instance_masks_with_words() -> None:
             (u, v), _ = cam.project(pose[:3])
             assert m.mask[int(v), int(u)]  # the block's centre projects inside its own mask
         # The segmentation service's twin backend answers a colour prompt from these masks.
-        from pyrua_dojo.segmentation.twin_backend import TwinBackend
+        from pyrua_dojo.seg_service.twin_backend import TwinBackend
 
         colour = truth.scene.objects["block_1"].spec.words[0]
         dets = TwinBackend(truth.mask_oracle).segment(head, [f"{colour} block"], 0.5, 10, [])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from calibration.transforms import quat_to_matrix
-from pyrua_dojo.twin import TASKS, TwinEnv, get_task
+from pyrua_dojo.twin import TWIN_TASKS, TwinEnv, get_twin_task
 from pyrua_dojo.twin import objects as assets
 from pyrua_dojo.twin.layouts import TABLE_REGION, box_polygon, polygons_intersect
 from pyrua_dojo.twin.reward import (
@@ -40,23 +40,23 @@ def test_task_table_matches_robodojo() -> None:
         "cover_blocks": (800, 50),
         "align_blocks": (200, 50),
     }
-    assert {n: (TASKS[n].step_lim, TASKS[n].eval_nums) for n in expected} == expected
-    lay = get_task("cover_blocks").layout(STATION, 0, 0)
+    assert {n: (TWIN_TASKS[n].step_limit, TWIN_TASKS[n].eval_nums) for n in expected} == expected
+    lay = get_twin_task("cover_blocks").layout(STATION, 0, 0)
     assert lay.instruction == (
         "Cover the blocks from left to right, remember their colors, then uncover them in the order: red, green, and blue."
     )
-    assert get_task("align_blocks").layout(STATION, 0, 0).instruction == (
+    assert get_twin_task("align_blocks").layout(STATION, 0, 0).instruction == (
         "Use the set square to push the three blocks into a straight, aligned row, then reset the robot arm."
     )
     for task in ("stack_blocks", "stack_blocks_random"):
-        assert get_task(task).layout(STATION, 0, 3).instruction == "Stack the three blocks with different textures."
-    lang = get_task("stack_blocks_by_language").layout(STATION, 1, 7)
+        assert get_twin_task(task).layout(STATION, 0, 3).instruction == "Stack the three blocks with different textures."
+    lang = get_twin_task("stack_blocks_by_language").layout(STATION, 1, 7)
     colours = [assets.CUBE_COLOURS[lang.object(f"block_{i}").spec.model_id][0] for i in range(3)]
     assert lang.instruction == (
         f"stack the blocks from bottom to top in the order of{colours[0]}, {colours[1]}, and {colours[2]}, "
         "then reset the robot arm."
     )
-    pick = get_task("general_pickup").layout(STATION, 0, 5)
+    pick = get_twin_task("general_pickup").layout(STATION, 0, 5)
     target = pick.object("target").spec
     assert pick.instruction in {f"Pick up the {d} by 10 cm." for d in target.descriptions}
 
@@ -64,9 +64,9 @@ def test_task_table_matches_robodojo() -> None:
 # ------------------------------------------------------------------------------------------------------ layouts
 
 
-@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("task", sorted(TWIN_TASKS))
 def test_layouts_are_deterministic_and_respect_ranges(task: str) -> None:
-    spec = get_task(task)
+    spec = get_twin_task(task)
     seen = set()
     region = box_polygon(TABLE_REGION)
     for lid in range(spec.eval_nums):
@@ -107,16 +107,16 @@ def test_layouts_are_deterministic_and_respect_ranges(task: str) -> None:
         assert len(seen) == 6
     else:
         assert len(seen) == spec.eval_nums
-        assert get_task(task).layout(STATION, 1, 0) != get_task(task).layout(STATION, 0, 0)
+        assert get_twin_task(task).layout(STATION, 1, 0) != get_twin_task(task).layout(STATION, 0, 0)
 
 
 def test_stack_blocks_layouts_use_one_size_group_of_unique_instances() -> None:
     for lid in range(25):
-        lay = get_task("stack_blocks").layout(STATION, 0, lid)
+        lay = get_twin_task("stack_blocks").layout(STATION, 0, lid)
         ids = [lay.object(f"block_{i}").spec.model_id for i in range(3)]
         assert len(set(ids)) == 3 and len({assets.block_group(i) for i in ids}) == 1
         assert all(i in assets.BLOCK_GROUPS[assets.block_group(ids[0])] for i in ids)
-    rnd = get_task("stack_blocks_random").layout(STATION, 0, 0)
+    rnd = get_twin_task("stack_blocks_random").layout(STATION, 0, 0)
     assert all(rnd.object(f"block_{i}").spec.model_id >= 20 for i in range(3))
     clutter = [o for o in rnd.objects if o.label.startswith("clutter")]
     assert 10 <= len(clutter) <= 20 and len({o.spec.category for o in clutter}) == len(clutter)
@@ -127,7 +127,7 @@ def test_stack_blocks_layouts_use_one_size_group_of_unique_instances() -> None:
         )
 
 
-@pytest.mark.parametrize("task", sorted(TASKS))
+@pytest.mark.parametrize("task", sorted(TWIN_TASKS))
 def test_layouts_pass_robodojo_stability_check(task: str) -> None:
     with TwinEnv() as env:
         for lid in range(3):
@@ -148,7 +148,7 @@ def test_unstable_layout_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
     from pyrua_dojo.twin import tasks as tasks_mod
     from pyrua_dojo.twin.env import UnstableLayoutError
 
-    original = tasks_mod.TaskSpec.layout
+    original = tasks_mod.TwinTask.layout
 
     def layout(self, station, seed, layout_id):
         lay = original(self, station, seed, layout_id)
@@ -158,7 +158,7 @@ def test_unstable_layout_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
         moved = type(o)(o.label, o.spec, (o.pose[0], o.pose[1], o.pose[2] + 0.1, *o.pose[3:]))
         return type(lay)(lay.task, lay.seed, lay.layout_id, (moved, *lay.objects[1:]), lay.instruction)
 
-    monkeypatch.setattr(tasks_mod.TaskSpec, "layout", layout)
+    monkeypatch.setattr(tasks_mod.TwinTask, "layout", layout)
     with TwinEnv(num_envs=2) as env:
         env.reset("stack_blocks", 0, [0, 1])
         bad, good = env.truth(0).outcome(), env.truth(1).outcome()
@@ -183,8 +183,8 @@ def stacked_poses(base_xy, sizes, offsets) -> list[list[float]]:
 
 
 def test_stack_blocks_predicates() -> None:
-    lay = get_task("stack_blocks").layout(STATION, 0, 0)  # size2 blocks: 2 cm tolerance
-    spec = get_task("stack_blocks").program(lay, state_of(lay, {}))
+    lay = get_twin_task("stack_blocks").layout(STATION, 0, 0)  # size2 blocks: 2 cm tolerance
+    spec = get_twin_task("stack_blocks").program(lay, state_of(lay, {}))
     size = 2 * lay.object("block_0").spec.half_extents[0]
     assert size == pytest.approx(0.06)
     good = dict(zip(("block_2", "block_0", "block_1"), stacked_poses((0.0, -0.2), [size] * 3, [(0, 0)] * 3)))
@@ -202,8 +202,8 @@ def test_stack_blocks_predicates() -> None:
     assert all(p(state_of(lay, two)) for p in spec.score.stages[0])
     assert not all(p(state_of(lay, two, grip=0.7)) for p in spec.score.stages[0])
     # stack_blocks_random: the success tolerance is always 1.5 cm.
-    rnd = get_task("stack_blocks_random").layout(STATION, 0, 0)
-    rspec = get_task("stack_blocks_random").program(rnd, state_of(rnd, {}))
+    rnd = get_twin_task("stack_blocks_random").layout(STATION, 0, 0)
+    rspec = get_twin_task("stack_blocks_random").program(rnd, state_of(rnd, {}))
     rsize = 2 * rnd.object("block_0").spec.half_extents[0]
     near = dict(zip(("block_0", "block_1", "block_2"), stacked_poses((0.0, -0.2), [rsize] * 3, [(0, 0), (0.014, 0), (0, 0)])))
     far = dict(zip(("block_0", "block_1", "block_2"), stacked_poses((0.0, -0.2), [rsize] * 3, [(0, 0), (0.016, 0), (0, 0)])))
@@ -211,8 +211,8 @@ def test_stack_blocks_predicates() -> None:
 
 
 def test_stack_blocks_by_language_needs_the_order() -> None:
-    lay = get_task("stack_blocks_by_language").layout(STATION, 0, 0)
-    spec = get_task("stack_blocks_by_language").program(lay, state_of(lay, {}))
+    lay = get_twin_task("stack_blocks_by_language").layout(STATION, 0, 0)
+    spec = get_twin_task("stack_blocks_by_language").program(lay, state_of(lay, {}))
     s = 0.04
     in_order = dict(zip(("block_0", "block_1", "block_2"), stacked_poses((0.0, -0.2), [s] * 3, [(0, 0)] * 3)))
     wrong = dict(zip(("block_1", "block_0", "block_2"), stacked_poses((0.0, -0.2), [s] * 3, [(0, 0)] * 3)))
@@ -228,8 +228,8 @@ def test_stack_blocks_by_language_needs_the_order() -> None:
 
 
 def test_general_pickup_lift() -> None:
-    lay = get_task("general_pickup").layout(STATION, 0, 0)
-    spec = get_task("general_pickup").program(lay, state_of(lay, {}))
+    lay = get_twin_task("general_pickup").layout(STATION, 0, 0)
+    spec = get_twin_task("general_pickup").program(lay, state_of(lay, {}))
     p = list(lay.object("target").pose)
     assert stage_ok(spec, 0, state_of(lay, {"target": [p[0], p[1], p[2] + 0.101, *p[3:]]}))
     assert not stage_ok(spec, 0, state_of(lay, {"target": [p[0], p[1], p[2] + 0.099, *p[3:]]}))
@@ -244,9 +244,9 @@ def _cup_over(lay, label: str, cup: str) -> list[float]:
 
 
 def test_cover_blocks_stages_and_failure() -> None:
-    lay = get_task("cover_blocks").layout(STATION, 0, 4)
+    lay = get_twin_task("cover_blocks").layout(STATION, 0, 4)
     init = state_of(lay, {})
-    spec = get_task("cover_blocks").program(lay, init)
+    spec = get_twin_task("cover_blocks").program(lay, init)
     left, mid, right = sorted(("red", "green", "blue"), key=lambda c: lay.object(c).pose[0])
     cups = {c: list(lay.object(c).pose) for c in ("cup0", "cup1", "cup2")}
     assert not stage_ok(spec, 0, init)
@@ -271,8 +271,8 @@ def test_cover_blocks_stages_and_failure() -> None:
 
 
 def test_align_blocks_line_alignment_and_lift_failure() -> None:
-    lay = get_task("align_blocks").layout(STATION, 0, 0)
-    spec = get_task("align_blocks").program(lay, state_of(lay, {}))
+    lay = get_twin_task("align_blocks").layout(STATION, 0, 0)
+    spec = get_twin_task("align_blocks").program(lay, state_of(lay, {}))
     z = lay.object("cube0").pose[2]
     line = {f"cube{i}": [x, -0.08, z, *yaw_q(3)] for i, x in enumerate((-0.08, 0.0, 0.08))}
     assert stage_ok(spec, 0, state_of(lay, line))
@@ -303,7 +303,7 @@ def test_reward_program_semantics() -> None:
         score=ScoreSpec(stages=((flag("s1", box),), (flag("s2", box),)), gradient=(15.0, 100.0)),
     )
     prog = RewardProgram(spec)
-    state = state_of(get_task("stack_blocks").layout(STATION, 0, 0), {})
+    state = state_of(get_twin_task("stack_blocks").layout(STATION, 0, 0), {})
     box.update(a=True, b=True, s1=True, s2=True)
     prog.step(state)  # at most one stage and one tier per step
     assert prog.status().stages_done == 1 and prog.status().score_reached == 1 and prog.reward == 0.0

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from calibration.transforms import quat_multiply, quat_to_matrix
-from pyrua_dojo.twin import TwinEnv, get_task
+from pyrua_dojo.twin import TwinEnv, get_twin_task
 from pyrua_dojo.twin import objects_tools as T
 from pyrua_dojo.twin.reward import WorldState
 from pyrua_dojo.twin.tasks_tools import TOOLS_ROWS, sweep_labels
@@ -212,14 +212,14 @@ def test_facts_come_from_the_catalogue_and_the_card_is_right(task: str) -> None:
 
 
 def test_sweep_instructions_and_no_score_no_query() -> None:
-    assert get_task("sweep_blocks").layout(STATION, 0, 0).instruction.endswith("sweep the blocks.")
-    assert get_task("sweep_blocks_random").layout(STATION, 0, 0).instruction.endswith("sweep the objects.")
+    assert get_twin_task("sweep_blocks").layout(STATION, 0, 0).instruction.endswith("sweep the blocks.")
+    assert get_twin_task("sweep_blocks_random").layout(STATION, 0, 0).instruction.endswith("sweep the objects.")
     with TwinEnv() as env:
         for task in SWEEP:
             env.reset(task, seed=0, layout_id=1)
             spec = env.truth().program_spec
             assert spec.queries == () and spec.score is None and len(spec.stages) == 1
-            assert not get_task(task).has_score
+            assert not get_twin_task(task).has_score
 
 
 # --------------------------------------------------------------------------------------------- layout ranges
@@ -257,7 +257,7 @@ def check_sweep_layout(task: str, lay: Any) -> None:
 
 @pytest.mark.parametrize("task", SWEEP)
 def test_sweep_layouts_follow_upstream_and_nothing_is_swept_at_the_start(task: str) -> None:
-    spec = get_task(task)
+    spec = get_twin_task(task)
     a = spec.layout(STATION, 0, 3)
     assert a == spec.layout(STATION, 0, 3) and spec.layout(STATION, 1, 3) != a
     for lid in range(10):
@@ -421,7 +421,7 @@ def test_eval_runs_each_tool_task_end_to_end(tmp_path: Any) -> None:
         run, record = done.booked(task)
         assert [(e.layout_id, e.success, e.score) for e in run.episodes] == [(0, False, 0.0)]
         assert record is not None
-        assert record.extra.get("failure") == "step limit" and record.step_limit == get_task(task).step_lim
+        assert record.extra.get("failure") == "step limit" and record.step_limit == get_twin_task(task).step_limit
 
 
 # ------------------------------------------------------------------------------------- store_tools_in_toolbox
@@ -431,7 +431,7 @@ FLIP = (0.0, 0.0, 1.0, 0.0)  # 180 deg about the tool's long axis (local y): ups
 
 
 def test_toolbox_layouts_follow_upstream() -> None:
-    spec = get_task("store_tools_in_toolbox")
+    spec = get_twin_task("store_tools_in_toolbox")
     ranges = {"hammer": (-0.4, -0.2), "pliers": (0.2, 0.4), "tape_measure": (0.2, 0.4), "wrench": (-0.4, -0.2)}
     for lid in range(10):
         lay = spec.layout(STATION, 0, lid)

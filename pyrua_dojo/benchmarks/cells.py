@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pyrua_dojo.cells import CellConfig, CellExecutor
+from pyrua_dojo.runtime.cells import CellConfig, CellExecutor
 
 
 def main(cells: int = 200, executors: int = 20) -> int:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from primitives.results import ArmState, RobotState
-from pyrua_dojo.cells import CellConfig
+from pyrua_dojo.runtime.cells import CellConfig
 from pyrua_dojo.kernel.confine import summary
 from pyrua_dojo.kernel.host import KernelExecutor
 

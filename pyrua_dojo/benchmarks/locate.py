@@ -28,16 +28,16 @@ from primitives.kinematics import X5Kinematics
 from primitives.perception import Perception
 from primitives.results import Located
 from primitives.robot import Robo
-from primitives.segmentation import SegmentationClient
+from primitives.seg_client import SegmentationClient
 from pyrua_dojo.runtime.stepping import EnvBridge
-from pyrua_dojo.segmentation.serve import serve_twin
-from pyrua_dojo.calibrate_twin import StationCalibrations
-from pyrua_dojo.segmentation.twin_backend import NOISE_LEVELS, TwinNoise, normalize_words
+from pyrua_dojo.seg_service.serve import serve_twin
+from pyrua_dojo.evaluate.twin_calibration import StationCalibrations
+from pyrua_dojo.seg_service.twin_backend import NOISE_LEVELS, TwinNoise, normalize_words
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.twin.objects import ObjectSpec
 from pyrua_dojo.twin.scene import SceneObject
 from pyrua_dojo.twin.station_draw import STATION_MODES, StationSpread
-from pyrua_dojo.twin.tasks import get_task
+from pyrua_dojo.twin.tasks import get_twin_task
 
 TASKS = ("stack_blocks", "general_pickup")
 NOISES: dict[str, TwinNoise] = {
@@ -80,7 +80,7 @@ def layout_plan(layouts: int, seed: int) -> list[tuple[str, int, int]]:
     for i in range(layouts):
         task = TASKS[i % len(TASKS)]
         s, lid = counters[task]
-        if lid >= get_task(task).eval_nums:
+        if lid >= get_twin_task(task).eval_nums:
             s, lid = s + 1, 0
         plan.append((task, s, lid))
         counters[task] = (s, lid + 1)

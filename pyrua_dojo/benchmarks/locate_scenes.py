@@ -26,12 +26,12 @@ from primitives.kinematics import X5Kinematics
 from primitives.perception import Perception
 from primitives.results import Located
 from primitives.robot import Robo
-from primitives.segmentation import SegmentationClient
+from primitives.seg_client import SegmentationClient
 from pyrua_dojo.runtime.stepping import EnvBridge
-from pyrua_dojo.segmentation.serve import serve_twin
+from pyrua_dojo.seg_service.serve import serve_twin
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.twin.objects import IDENTITY, UPSIDE_DOWN
-from pyrua_dojo.twin.tasks import get_task
+from pyrua_dojo.twin.tasks import get_twin_task
 
 ROUND = ("can", "bottle", "donut", "tape_roll", "yogurt", "glue", "bell")
 
@@ -225,7 +225,7 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
 def pickup_layouts(station: Station, seed: int, count: int, categories: tuple[str, ...]) -> list[tuple[int, int]]:
     """(seed, layout id) of general_pickup layouts whose target is of one of the categories: the first `count`,
     going on to the next seeds (up to 4 more) when one has too few (a seed holds about one cup)."""
-    task = get_task("general_pickup")
+    task = get_twin_task("general_pickup")
     out: list[tuple[int, int]] = []
     for s in range(seed, seed + 5):
         for lid in range(task.eval_nums):

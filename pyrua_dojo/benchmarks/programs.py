@@ -22,11 +22,11 @@ from rich.progress import Progress
 from rich.table import Table
 
 from pyrua_dojo.runtime.stepping import INFER_SEQ_KEY
-from pyrua_dojo.calibrate_twin import StationCalibrations
+from pyrua_dojo.evaluate.twin_calibration import StationCalibrations
 from pyrua_dojo.catalog import get_task
 from pyrua_dojo.plugin.model import Model
-from pyrua_dojo.segmentation.serve import serve_twin
-from pyrua_dojo.segmentation.twin_backend import noise_level
+from pyrua_dojo.seg_service.serve import serve_twin
+from pyrua_dojo.seg_service.twin_backend import noise_level
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.harness.scene_oracle import SceneMaskOracle
 from pyrua_dojo.twin.station_draw import STATION_MODES, StationSpread

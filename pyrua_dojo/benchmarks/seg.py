@@ -15,9 +15,9 @@ import cv2
 import numpy as np
 
 from primitives import rle
-from primitives.segmentation import SegmentationClient
-from pyrua_dojo.segmentation.server import SegmentationServer
-from pyrua_dojo.segmentation.twin_backend import DictMaskOracle, ObjectMask, TwinBackend, TwinNoise
+from primitives.seg_client import SegmentationClient
+from pyrua_dojo.seg_service.http_server import SegmentationServer
+from pyrua_dojo.seg_service.twin_backend import DictMaskOracle, ObjectMask, TwinBackend, TwinNoise
 
 __all__ = ["COLOURS", "main", "synthetic_scene"]
 

@@ -15,7 +15,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from pyrua_dojo.segmentation.twin_backend import (
+from pyrua_dojo.seg_service.twin_backend import (
     NOISE_LEVELS,
     DictMaskOracle,
     ObjectMask,

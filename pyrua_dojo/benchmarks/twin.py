@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from pyrua_dojo.twin.env import TwinEnv
-from pyrua_dojo.twin.scripted import JointScript, stack_blocks
+from pyrua_dojo.twin.truth_controller import JointScript, stack_blocks
 
 
 def _record_actions(env: TwinEnv, task: str, seed: int, layout_id: int) -> list[dict[str, Any]]:
@@ -62,13 +62,13 @@ def run(seed: int = 0, layout_id: int = 2, obs_every: int = 20, repeats: int = 2
         env.reset(task, seed, layout_id)
         reset_s = time.perf_counter() - t
         env.get_obs()  # GL context and render context exist before timing (as after RoboDojo's reset renders)
-        step_lim = env.step_lim
+        step_limit = env.step_lim
         hold = actions[-1]
         act_s = obs_s = 0.0
         n_obs = 0
         c0 = time.process_time()
         t0 = time.perf_counter()
-        for i in range(step_lim):
+        for i in range(step_limit):
             if i % obs_every == 0:
                 t = time.perf_counter()
                 env.get_obs()
@@ -80,16 +80,16 @@ def run(seed: int = 0, layout_id: int = 2, obs_every: int = 20, repeats: int = 2
         wall_s = time.perf_counter() - t0
         cpu_s = time.process_time() - c0
         out = env.truth(0).outcome()
-        if out.steps != step_lim:
-            raise RuntimeError(f"the benchmark episode ended after {out.steps} steps, expected {step_lim}")
+        if out.steps != step_limit:
+            raise RuntimeError(f"the benchmark episode ended after {out.steps} steps, expected {step_limit}")
         figures = {
             "episode_wall_s": wall_s,
             "episode_cpu_s": cpu_s,
             "actions_s": act_s,
             "observations_s": obs_s,
             "observations": float(n_obs),
-            "steps": float(step_lim),
-            "action_ms": act_s / step_lim * 1000.0,
+            "steps": float(step_limit),
+            "action_ms": act_s / step_limit * 1000.0,
             "reset_s": reset_s,
             "scripted_actions": float(len(actions)),
             "render_rgb_ms": _render_ms(env, repeats),
@@ -122,23 +122,23 @@ def run_task(env: TwinEnv, task: str, seed: int = 0, layout_id: int = 0, obs_eve
     reset_s = time.perf_counter() - t
     env.get_obs()
     home = np.asarray(env.station.x5.home, dtype=float)
-    step_lim = env.step_lim
+    step_limit = env.step_lim
     c0 = time.process_time()
     t0 = time.perf_counter()
-    for i in range(step_lim):
+    for i in range(step_limit):
         if i % obs_every == 0:
             env.get_obs()
         env.take_action(_swing_action(home, i))
     wall_s = time.perf_counter() - t0
     cpu_s = time.process_time() - c0
     out = env.truth(0).outcome()
-    if out.steps != step_lim:
-        raise RuntimeError(f"{task}: the benchmark episode ended after {out.steps} steps ({out.failure}), expected {step_lim}")
+    if out.steps != step_limit:
+        raise RuntimeError(f"{task}: the benchmark episode ended after {out.steps} steps ({out.failure}), expected {step_limit}")
     return {
-        "steps": float(step_lim),
+        "steps": float(step_limit),
         "episode_wall_s": wall_s,
         "episode_cpu_s": cpu_s,
-        "target_s": TARGET_S_PER_STEP * step_lim,
+        "target_s": TARGET_S_PER_STEP * step_limit,
         "reset_s": reset_s,
         "objects": float(len(env.truth(0).scene.objects)),
         "render_rgb_ms": _render_ms(env, 10),
@@ -147,9 +147,9 @@ def run_task(env: TwinEnv, task: str, seed: int = 0, layout_id: int = 0, obs_eve
 
 def run_all(tasks: list[str] | None = None, seed: int = 0, layout_id: int = 0, obs_every: int = 20) -> dict[str, dict[str, float]]:
     """`run_task` for each twin task (default: all, in registry order)."""
-    from pyrua_dojo.twin.tasks import TASKS
+    from pyrua_dojo.twin.tasks import TWIN_TASKS
 
-    names = list(TASKS) if tasks is None else tasks
+    names = list(TWIN_TASKS) if tasks is None else tasks
     out: dict[str, dict[str, float]] = {}
     with TwinEnv() as env:
         for name in names:

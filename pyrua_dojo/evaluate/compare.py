@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 
 from pyrua_dojo.catalog import BASE_TASK_NAMES, DIMENSION_TASKS, TASKS, Dimension, base_name
-from pyrua_dojo.evaluate.results import (
+from pyrua_dojo.harness.result_files import (
     AgentRecord,
     EpisodeResult,
     RunResult,
@@ -225,7 +225,7 @@ def _eval_judging_card(run: RunResult) -> tuple[bool, ...]:
     """The judging_card of the run's `_eval.json` identity (written by `pyrua-dojo eval`), if it records one."""
     import json
 
-    from pyrua_dojo.evaluate.runner import EVAL_FILE
+    from pyrua_dojo.evaluate.plan import EVAL_FILE
 
     path = run.location.path / EVAL_FILE
     try:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from pyrua_dojo.evaluate.results import (
+from pyrua_dojo.harness.result_files import (
     BENCHMARK,
     EPISODES_DIR,
     RESULT_FILE,

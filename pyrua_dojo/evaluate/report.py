@@ -40,7 +40,7 @@ from pyrua_dojo.catalog import (
     Dimension,
 )
 from pyrua_dojo.evaluate.htmlpage import ImageRef, Page, esc, fmt_num, table
-from pyrua_dojo.evaluate.results import (
+from pyrua_dojo.harness.result_files import (
     AgentRecord,
     EpisodeResult,
     ResultTree,
@@ -49,7 +49,7 @@ from pyrua_dojo.evaluate.results import (
     scan_results,
 )
 from pyrua_dojo.evaluate.summarize import PolicySummary, summarize_tree
-from pyrua_dojo.files import replacing
+from pyrua_dojo.runtime.files import replacing
 
 __all__ = [
     "ANCHORS",

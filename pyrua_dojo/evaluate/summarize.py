@@ -40,7 +40,7 @@ from pyrua_dojo.catalog import (
     TASKS,
     Dimension,
 )
-from pyrua_dojo.evaluate.results import EpisodeResult, ResultTree, RunKey, resolve_root, scan_results
+from pyrua_dojo.harness.result_files import EpisodeResult, ResultTree, RunKey, resolve_root, scan_results
 
 __all__ = [
     "Aggregate",

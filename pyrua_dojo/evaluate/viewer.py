@@ -4,7 +4,7 @@ The page shows what a person debugging an episode wants in one scroll: the outco
 (collapsed), the task card and its images, every turn (cell code, output, images, steps, the LLM reply that wrote
 it and its usage), steps per cell against the step limit, every LLM request (tokens, latency, cost), the robo calls,
 the life-cycle events, and the camera frames of the episode in step order per camera. It reads only the files
-`pyrua_dojo.trace` writes (plus an agent record's fields merged into result.json, and any `frames/` images or
+`pyrua_dojo.runtime.trace` writes (plus an agent record's fields merged into result.json, and any `frames/` images or
 `*.mp4` videos next to them), and works on a run that was killed mid-episode.
 """
 
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from pyrua_dojo.agent import describe_end
+from pyrua_dojo.runtime.agent import describe_end
 from pyrua_dojo.evaluate.htmlpage import ImageRef, Page, esc, fmt_num, pretty_json, table
-from pyrua_dojo.trace import read_jsonl
+from pyrua_dojo.runtime.trace import read_jsonl
 
 __all__ = ["EpisodeRecord", "Frame", "load_episode", "render_view", "run_cli", "write_view"]
 

@@ -17,12 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pyrua_dojo.evaluate.results import (
-    AGENT_RECORD_FILE,
-    AgentRecord,
-    agent_record_dir,
-    write_agent_record,
-)
+from pyrua_dojo.harness.result_files import AGENT_RECORD_FILE, AgentRecord, agent_record_dir, write_agent_record
 
 __all__ = ["agent_record_from_run", "attach_agent_run", "find_agent_run"]
 

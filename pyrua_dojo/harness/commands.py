@@ -12,10 +12,10 @@ import os
 import sys
 from pathlib import Path
 
-from pyrua_dojo.evaluate.results import ResultFileError
-from pyrua_dojo.harness.client import ClientReport, ClientSettings, TwinEvalClient, parse_layouts
+from pyrua_dojo.harness.result_files import ResultFileError
+from pyrua_dojo.harness.eval_client import ClientReport, ClientSettings, TwinEvalClient, parse_layouts
 from pyrua_dojo.harness.policydir import PolicyDirError
-from pyrua_dojo.twin.tasks import get_task
+from pyrua_dojo.twin.tasks import get_twin_task
 
 __all__ = ["client_main", "eval_main", "settings_from_args"]
 
@@ -37,7 +37,7 @@ def _layouts(spec: str, eval_nums: int) -> tuple[int, ...]:
 
 def settings_from_args(args: argparse.Namespace, *, url: str) -> ClientSettings:
     """ClientSettings from the shared client options (ValueError on bad values)."""
-    task = get_task(args.task)
+    task = get_twin_task(args.task)
     eval_batch = None if getattr(args, "eval_batch", None) is None else args.eval_batch == "true"
     return ClientSettings(
         url=url,
@@ -86,7 +86,7 @@ def client_main(args: argparse.Namespace) -> int:
 
 def eval_main(args: argparse.Namespace) -> int:
     """`twin eval`: start the policy's server, run the client, stop the server."""
-    from pyrua_dojo.harness.runner import PolicyServerError, run_twin_eval
+    from pyrua_dojo.harness.twin_eval import PolicyServerError, run_twin_eval
 
     try:
         settings = settings_from_args(args, url="ws://localhost:0")

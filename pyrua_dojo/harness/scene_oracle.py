@@ -39,8 +39,8 @@ def start_twin_segmentation(
 ) -> tuple[Any, SceneMaskOracle]:
     """A running twin segmentation server (mask noise level `noise`, see `NOISE_LEVELS`) and the oracle it answers
     from; `close()` the server when done."""
-    from pyrua_dojo.segmentation.serve import serve_twin
-    from pyrua_dojo.segmentation.twin_backend import noise_level
+    from pyrua_dojo.seg_service.serve import serve_twin
+    from pyrua_dojo.seg_service.twin_backend import noise_level
 
     level = noise_level(noise)
     oracle = SceneMaskOracle()

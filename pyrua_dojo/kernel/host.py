@@ -41,7 +41,7 @@ import primitives
 import pyrua_dojo
 from primitives.errors import CancelToken, CellInterrupted, EpisodeFinished
 from primitives.results import CapturedImage
-from pyrua_dojo.cells import CellConfig, CellResult, ImageAttachment, OneCellAtATime, clip
+from pyrua_dojo.runtime.cells import CellConfig, CellResult, ImageAttachment, OneCellAtATime, clip
 from pyrua_dojo.kernel.channel import Channel, ChannelClosed, ProtocolError
 from pyrua_dojo.kernel.confine import LAYERS, summary
 from pyrua_dojo.kernel.proxy import describe

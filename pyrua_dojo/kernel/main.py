@@ -1,4 +1,4 @@
-"""The kernel process: confines itself, then runs one episode's cells with `pyrua_dojo.cells.CellExecutor`.
+"""The kernel process: confines itself, then runs one episode's cells with `pyrua_dojo.runtime.cells.CellExecutor`.
 
 Started by `pyrua_dojo.kernel.host.KernelExecutor` as `python -I -B -c ...` with a scrubbed environment, the
 workspace as working directory and one end of a socketpair as its only channel. It holds nothing privileged:
@@ -292,7 +292,7 @@ def main(argv: list[str]) -> None:
         layers["process"]["active"] = False
     kernel = _Kernel(sock, layers, started)
     init = kernel.chan.recv()
-    from pyrua_dojo.cells import CellExecutor
+    from pyrua_dojo.runtime.cells import CellExecutor
 
     namespace = {name: _make_proxy(kernel, name, obj) for name, obj in init["objects"].items()}
     kernel.executor = CellExecutor(namespace, workspace=os.getcwd(), config=init["config"],

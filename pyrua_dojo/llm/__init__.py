@@ -4,7 +4,7 @@
 from pyrua_dojo.llm.errors import classify, is_context_overflow
 from pyrua_dojo.llm.openai_planner import OpenAIConfig, OpenAIPlanner, RetryPolicy
 from pyrua_dojo.llm.pricing import Price, PriceTable
-from pyrua_dojo.llm.scripted import ReplayPlanner, ScriptedPlanner
+from pyrua_dojo.llm.scripted_planners import ReplayPlanner, ScriptedPlanner
 from pyrua_dojo.llm.tools import FINISH_STATUSES, parse_tool_call, tool_specs
 from pyrua_dojo.llm.types import LLMCall, Planner, PlannerStop, Reply, StopSignal, ToolCall, ToolResult, Usage
 

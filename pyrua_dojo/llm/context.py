@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyrua_dojo.images import image_size
+from pyrua_dojo.runtime.images import image_size
 
 __all__ = ["ContextFit", "Shortening", "estimate_message_tokens", "fit_to_window", "image_tokens"]
 

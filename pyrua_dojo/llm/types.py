@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from pyrua_dojo.images import ImageAttachment
+from pyrua_dojo.runtime.images import ImageAttachment
 
 __all__ = [
     "ImageAttachment",
@@ -24,7 +24,7 @@ __all__ = [
 
 
 class PromptText(Protocol):
-    """What a planner sends of an assembled prompt (`pyrua_dojo.prompt.Prompt`): the system text, then the task
+    """What a planner sends of an assembled prompt (`pyrua_dojo.runtime.prompt.assemble.Prompt`): the system text, then the task
     card's text and images as the first user message."""
 
     @property

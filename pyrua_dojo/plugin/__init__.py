@@ -1,1 +1,3 @@
-"""The XPolicyLab plugin: the `Model` that XPolicyLab's policy server loads, one episode per env index."""
+"""The XPolicyLab plugin: the `Model` that XPolicyLab's policy server loads (`model`: one episode per env index),
+the policy's configuration (`config`: deploy.yml merged with XPolicyLab's overrides) and its model presets
+(`presets`)."""

@@ -22,10 +22,10 @@ import numpy as np
 from calibration import Station, load_station
 from primitives.actions import Action, hold_action
 from primitives.kinematics import X5Kinematics
-from primitives.segmentation import SegmentationClient
-from pyrua_dojo.config import PolicyConfig
+from primitives.seg_client import SegmentationClient
+from pyrua_dojo.plugin.config import PolicyConfig
 from pyrua_dojo.runtime.episode import Episode
-from pyrua_dojo.trace import jsonable
+from pyrua_dojo.runtime.trace import jsonable
 
 log = logging.getLogger("pyrua_dojo.plugin.model")
 

@@ -1,2 +1,7 @@
-"""The agent runtime: one episode of the agent (its thread, `robo`, cells and kernels, LLM planners, prompt, trace)
-and the stepping that hands its action chunks to the station."""
+"""The agent runtime: everything that runs one episode of our agent on a RoboDojo machine (no MuJoCo).
+
+The episode and its stepping of the environment, the agent loop, the cells the LLM writes and the sandbox they run
+in, the prompt (texts, API reference, task card), the trace, image attachments, the judging cards and the calibration
+routine. It imports `primitives`, `calibration`, the task catalogue, `llm`, `kernel` and `programs`; never the
+plugin, the twin or evaluation.
+"""

@@ -25,15 +25,17 @@ from primitives.kinematics import X5Kinematics
 from primitives.perception import Perception
 from primitives.results import CapturedImage
 from primitives.robot import Robo
-from primitives.segmentation import SegmentationClient
-from pyrua_dojo.agent import Agent, AgentResult
+from primitives.seg_client import SegmentationClient
+from pyrua_dojo.runtime.agent import Agent, AgentResult
 from pyrua_dojo.runtime.stepping import StepBridge
 from pyrua_dojo.catalog import get_task
 from pyrua_dojo.kernel.host import KernelExecutor
-from pyrua_dojo.config import PolicyConfig
+from pyrua_dojo.plugin.config import PolicyConfig
 from pyrua_dojo.llm.types import Planner
-from pyrua_dojo.prompt import TaskCard, build_prompt, robo_api_reference, station_facts
-from pyrua_dojo.trace import RunTrace, recorded_cells
+from pyrua_dojo.runtime.prompt.card import TaskCard
+from pyrua_dojo.runtime.prompt.assemble import build_prompt
+from pyrua_dojo.runtime.prompt.reference import robo_api_reference, station_facts
+from pyrua_dojo.runtime.trace import RunTrace, recorded_cells
 
 class EpisodeRunner(Protocol):
     """What drives an episode's robot: the LLM agent loop, or the calibration routine."""
@@ -55,11 +57,11 @@ def make_planner(config: PolicyConfig) -> Planner:
         assert config.llm is not None
         return OpenAIPlanner(config.llm)
     if config.planner == "replay":
-        from pyrua_dojo.llm.scripted import ReplayPlanner
+        from pyrua_dojo.llm.scripted_planners import ReplayPlanner
 
         assert config.replay_from is not None
         return ReplayPlanner(recorded_cells(config.replay_from), source=str(config.replay_from))
-    from pyrua_dojo.llm.scripted import ScriptedPlanner
+    from pyrua_dojo.llm.scripted_planners import ScriptedPlanner
     from pyrua_dojo.programs import cells, split_cells
 
     if config.program is not None:
@@ -146,7 +148,7 @@ class Episode:
                                   facts=station_facts(station))
             self.agent: EpisodeRunner
             if config.planner == "calibrate":
-                from pyrua_dojo.calibrate import CalibrationRoutine
+                from pyrua_dojo.runtime.calibration_routine import CalibrationRoutine
 
                 self.agent = CalibrationRoutine(self.robo, self._commands, self.trace, self.cancel, station=station)
             else:

@@ -19,18 +19,18 @@ except ModuleNotFoundError as exc:
 
 from pyrua_dojo.twin.env import EpisodeOutcome, TwinConfig, TwinEnv, TwinTruth, UnstableLayoutError
 from pyrua_dojo.twin.layouts import Layout
-from pyrua_dojo.twin.segmentation import TwinMaskOracle
-from pyrua_dojo.twin.tasks import TASKS, TaskSpec, get_task
+from pyrua_dojo.twin.masks import TwinMaskOracle
+from pyrua_dojo.twin.tasks import TWIN_TASKS, TwinTask, get_twin_task
 
 __all__ = [
-    "TASKS",
+    "TWIN_TASKS",
     "EpisodeOutcome",
     "Layout",
-    "TaskSpec",
+    "TwinTask",
     "TwinConfig",
     "TwinEnv",
     "TwinMaskOracle",
     "TwinTruth",
     "UnstableLayoutError",
-    "get_task",
+    "get_twin_task",
 ]

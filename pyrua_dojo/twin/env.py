@@ -52,10 +52,10 @@ from pyrua_dojo.twin.layouts import Layout
 from pyrua_dojo.twin.render import CameraFrame, GLRenderer, SceneRenderer
 from pyrua_dojo.twin.reward import ProgramSpec, ProgramStatus, RewardProgram, WorldState, quat_distance_deg
 from pyrua_dojo.twin.scene import SceneOptions, TwinScene
-from pyrua_dojo.twin.segmentation import InstanceInfo, TwinMaskOracle
+from pyrua_dojo.twin.masks import InstanceInfo, TwinMaskOracle
 from pyrua_dojo.twin.station_draw import StationSpread, draw_station
 from pyrua_dojo.twin.station_truth import load_truth_station
-from pyrua_dojo.twin.tasks import TaskSpec, get_task
+from pyrua_dojo.twin.tasks import TwinTask, get_twin_task
 
 DATA_FORMAT_VERSION = "v1.0"
 COLLECT_FREQ = 25
@@ -127,7 +127,7 @@ class EpisodeOutcome:
     unstable: bool = False
 
     def record_into(self, writer: Any) -> Any:
-        """Book this episode into a `pyrua_dojo.evaluate.results.ResultWriter` (one `details` entry)."""
+        """Book this episode into a `pyrua_dojo.harness.result_files.ResultWriter` (one `details` entry)."""
         if self.unstable:
             raise ValueError("an unstable layout is not an episode; RoboDojo drops it from the count")
         if not self.finished:
@@ -140,7 +140,7 @@ class _Slot:
     """One env's episode state (mutable; owned by its TwinEnv)."""
 
     env_idx: int
-    task: TaskSpec
+    task: TwinTask
     layout: Layout
     station: Station
     scene: TwinScene
@@ -172,7 +172,7 @@ class TwinEnv:
         self.station: Station = cfg.station if cfg.station is not None else load_truth_station()
         self._slots: list[_Slot | None] = [None] * cfg.num_envs
         self._gl: GLRenderer | None = None
-        self._task: TaskSpec | None = None
+        self._task: TwinTask | None = None
         self._seed: int | None = None
         g = self.station.x5.gripper
         self._scale = (float(g.scale[0]), float(g.scale[1]))
@@ -191,9 +191,9 @@ class TwinEnv:
     @property
     def step_lim(self) -> int:
         """RoboDojo's per-task step limit (what `EvalEnv.step_lim` holds)."""
-        return self._require_task().step_lim
+        return self._require_task().step_limit
 
-    def _require_task(self) -> TaskSpec:
+    def _require_task(self) -> TwinTask:
         if self._task is None:
             raise RuntimeError("no episode: call reset(task, seed, layout_id) first")
         return self._task
@@ -214,7 +214,7 @@ class TwinEnv:
     def reset(self, task: str, seed: int = 0, layout_id: int | Sequence[int | None] = 0) -> None:
         """Start episodes of `task`: layout `layout_id` of `seed` (a sequence gives one id per env; None leaves an
         env empty and ended). Raises UnstableLayoutError if every layout fails the stability check."""
-        spec = get_task(task)
+        spec = get_twin_task(task)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be an int >= 0, got {seed!r}")
         ids = [layout_id] if isinstance(layout_id, (int, np.integer)) else list(layout_id)
@@ -236,7 +236,7 @@ class TwinEnv:
                 f"{task} seed {seed}: unstable layout(s) {[s.layout.layout_id for s in live]}; RoboDojo skips them"
             )
 
-    def _start(self, env_idx: int, spec: TaskSpec, layout: Layout) -> _Slot:
+    def _start(self, env_idx: int, spec: TwinTask, layout: Layout) -> _Slot:
         options = SceneOptions(substeps=self.config.substeps, markers=self.config.markers)
         spread = self.config.station_spread
         station = (
@@ -403,11 +403,11 @@ class TwinEnv:
             raise ValueError(f"env_idx_list has duplicates: {idx}")
         checked = [check_action(a) for a in actions_list]
         slots = [self._slot(i) for i in idx]
-        live = [s for s in slots if not (s.end or s.steps >= s.task.step_lim)]
+        live = [s for s in slots if not (s.end or s.steps >= s.task.step_limit)]
         if live and len(live) != len(slots):
             raise AssertionError(f"[ERROR] Mismatching Input List Len: {len(slots)} != {len(live)}")
         for slot, (kind, values) in zip(slots, checked):
-            if slot.end or slot.steps >= slot.task.step_lim:
+            if slot.end or slot.steps >= slot.task.step_limit:
                 continue
             slot.steps += 1
             self._run_action(slot, kind, values)
@@ -419,7 +419,7 @@ class TwinEnv:
             return
         if slot.program.reward > 1 - 1e-3:
             slot.end, slot.success = True, True
-        elif slot.steps >= slot.task.step_lim:
+        elif slot.steps >= slot.task.step_limit:
             slot.end, slot.success, slot.failure = True, False, "step limit"
         elif slot.program.failed:
             slot.end, slot.success = True, False
@@ -665,7 +665,7 @@ class TwinTruth:
             score=score,
             process_score=process,
             steps=s.steps,
-            step_limit=s.task.step_lim,
+            step_limit=s.task.step_limit,
             stages_done=status.stages_done,
             stages_total=status.stages_total,
             failure=s.failure,

@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 
 from pyrua_dojo.twin.env import TwinEnv, UnstableLayoutError
-from pyrua_dojo.twin.tasks import TASKS
+from pyrua_dojo.twin.tasks import TWIN_TASKS
 
 CELL_SCALE = 0.5  # a 640 x 480 head image becomes a 320 x 240 cell
 LABEL_H = 22
@@ -42,10 +42,10 @@ def contact_sheet(images: Sequence[tuple[str, np.ndarray]], columns: int = 4) ->
 
 def gallery(out: Path, tasks: Sequence[str] | None = None, seed: int = 0, layout_id: int = 0) -> Path:
     """Write the contact sheet of `tasks` (default: every twin task) to `out` (PNG); returns the path."""
-    names = list(tasks) if tasks else sorted(TASKS)
-    unknown = [n for n in names if n not in TASKS]
+    names = list(tasks) if tasks else sorted(TWIN_TASKS)
+    unknown = [n for n in names if n not in TWIN_TASKS]
     if unknown:
-        raise ValueError(f"unknown twin tasks {unknown}; known: {sorted(TASKS)}")
+        raise ValueError(f"unknown twin tasks {unknown}; known: {sorted(TWIN_TASKS)}")
     images: list[tuple[str, np.ndarray]] = []
     with TwinEnv() as env:
         for name in names:

@@ -40,12 +40,12 @@ MAX_LAYOUT_ATTEMPTS = 50
 
 
 @dataclass(frozen=True)
-class TaskSpec:
+class TwinTask:
     """One RoboDojo task as the twin runs it."""
 
     name: str
     dimension: str
-    step_lim: int
+    step_limit: int
     eval_nums: int
     layout_fn: LayoutFn
     program_fn: ProgramFn
@@ -294,12 +294,12 @@ def _classify_rows() -> tuple:
     return CLASSIFY_ROWS
 
 
-def _catalogued_spec(name: str, layout_fn: LayoutFn, program_fn: ProgramFn, has_score: bool) -> TaskSpec:
+def _catalogued_spec(name: str, layout_fn: LayoutFn, program_fn: ProgramFn, has_score: bool) -> TwinTask:
     """A twin task whose step limit, episode count, dimension and back-to-origin flag are the catalogue's."""
     from pyrua_dojo.catalog import get_task as catalogued
 
     c = catalogued(name)
-    return TaskSpec(name, c.dimension.value, c.step_limit, c.episodes_per_seed, layout_fn, program_fn, has_score,
+    return TwinTask(name, c.dimension.value, c.step_limit, c.episodes_per_seed, layout_fn, program_fn, has_score,
                     c.back_to_origin)
 
 
@@ -313,7 +313,7 @@ BLOCK_TASKS: tuple[tuple[str, LayoutFn, ProgramFn, bool], ...] = (
     ("align_blocks", _align_layout, _align_program, False),
 )
 
-TASKS: Mapping[str, TaskSpec] = {
+TWIN_TASKS: Mapping[str, TwinTask] = {
     t.name: t
     for t in (
         *(_catalogued_spec(*row) for row in BLOCK_TASKS),
@@ -328,10 +328,10 @@ TASKS: Mapping[str, TaskSpec] = {
 }
 
 
-def get_task(name: str) -> TaskSpec:
-    """The TaskSpec named `name`; ValueError listing the known tasks otherwise."""
+def get_twin_task(name: str) -> TwinTask:
+    """The twin task named `name`; ValueError listing the known tasks otherwise."""
     try:
-        return TASKS[name]
+        return TWIN_TASKS[name]
     except KeyError:
-        raise ValueError(f"unknown twin task {name!r}; known: {sorted(TASKS)}") from None
+        raise ValueError(f"unknown twin task {name!r}; known: {sorted(TWIN_TASKS)}") from None
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyrua_dojo.trace import read_jsonl
+from pyrua_dojo.runtime.trace import read_jsonl
 from tests.security.techniques import BOOT, Technique
 
 REPO = Path(__file__).resolve().parents[2]
@@ -398,7 +398,7 @@ def _play_episode(mode: Mode, cells: list[str], root: Path, task: str, api_key: 
 
 
 def _grace_hint() -> float:
-    from pyrua_dojo.cells import CellConfig
+    from pyrua_dojo.runtime.cells import CellConfig
 
     return float(CellConfig().interrupt_grace_s)
 

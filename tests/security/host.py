@@ -40,8 +40,8 @@ import numpy as np
 
 import primitives.perception  # noqa: F401 - loaded before the "before" snapshot: the episode's Robo imports it, and
 #                                      its scipy.optimize import adds warnings filters (the host's own doing, not a cell's)
-from pyrua_dojo.play import PlayOptions, play
-from pyrua_dojo.trace import read_jsonl
+from pyrua_dojo.evaluate.play import PlayOptions, play
+from pyrua_dojo.runtime.trace import read_jsonl
 from tests.support.openai_server import FakeOpenAIServer, ToolCalls, finish_call, python_call
 
 _LIB_FUNCTIONS = {"textwrap.shorten": lambda: textwrap.shorten, "json.dumps": lambda: json.dumps,
@@ -165,7 +165,7 @@ def main(spec_path: str) -> None:
 
 def _interrupt_grace_s() -> float:
     """How long the executor the episode uses lets an interrupted cell stop before it is abandoned or killed."""
-    from pyrua_dojo.cells import CellConfig
+    from pyrua_dojo.runtime.cells import CellConfig
 
     return float(CellConfig().interrupt_grace_s)
 

@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from pyrua_dojo.agent import AgentConfig
+from pyrua_dojo.runtime.agent import AgentConfig
 from tests.support.episode import build_episode, openai_planner
 from tests.support.openai_server import FakeOpenAIServer, Slow, ToolCalls, finish_call, python_call
 

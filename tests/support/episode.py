@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from primitives.errors import CancelToken
-from pyrua_dojo.agent import Agent, AgentConfig
+from pyrua_dojo.runtime.agent import Agent, AgentConfig
 from pyrua_dojo.llm import OpenAIConfig, OpenAIPlanner, RetryPolicy
-from pyrua_dojo.prompt import Prompt, PromptOptions, TaskCard, build_prompt
-from pyrua_dojo.trace import RunTrace
+from pyrua_dojo.runtime.prompt.assemble import Prompt, PromptOptions, build_prompt
+from pyrua_dojo.runtime.prompt.card import TaskCard
+from pyrua_dojo.runtime.trace import RunTrace
 from tests.support.executor import make_executor
 from tests.support.robot import FakeRobot
 

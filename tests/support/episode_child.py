@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pyrua_dojo.agent import AgentConfig
+from pyrua_dojo.runtime.agent import AgentConfig
 from tests.support.episode import build_episode, openai_planner
 
 

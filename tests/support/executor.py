@@ -10,7 +10,7 @@ from typing import Any
 
 from primitives.errors import CancelToken
 from primitives.results import CapturedImage
-from pyrua_dojo.cells import CellConfig
+from pyrua_dojo.runtime.cells import CellConfig
 from pyrua_dojo.kernel.host import KernelExecutor
 
 __all__ = ["make_executor"]

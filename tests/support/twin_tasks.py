@@ -23,9 +23,9 @@ import numpy as np
 from calibration import load_station
 from calibration.transforms import quat_multiply, quat_to_matrix
 from pyrua_dojo.catalog import get_task as catalogue_task
-from pyrua_dojo.evaluate.results import AgentRecord, RunResult, read_agent_record, read_result_file
-from pyrua_dojo.prompt import TaskCard
-from pyrua_dojo.twin import TwinEnv, UnstableLayoutError, get_task
+from pyrua_dojo.harness.result_files import AgentRecord, RunResult, read_agent_record, read_result_file
+from pyrua_dojo.runtime.prompt.card import TaskCard
+from pyrua_dojo.twin import TwinEnv, UnstableLayoutError, get_twin_task
 from pyrua_dojo.twin.layouts import Layout
 from pyrua_dojo.twin.reward import RewardProgram, WorldState
 from pyrua_dojo.twin.scene import TwinScene
@@ -63,11 +63,11 @@ class StatedFacts:
 
 def stated_facts(task: str) -> tuple[StatedFacts, StatedFacts, StatedFacts]:
     """What the twin's task table, the catalogue and the task card state of `task`, in that order."""
-    spec, cat = get_task(task), catalogue_task(task)
+    spec, cat = get_twin_task(task), catalogue_task(task)
     instruction = spec.layout(STATION, 0, 0).instruction
     card = TaskCard.for_task(task, instruction)
     return (
-        StatedFacts(spec.step_lim, spec.eval_nums, spec.dimension, spec.needs_origin, instruction),
+        StatedFacts(spec.step_limit, spec.eval_nums, spec.dimension, spec.needs_origin, instruction),
         StatedFacts(cat.step_limit, cat.episodes_per_seed, cat.dimension.value, cat.back_to_origin, cat.instruction),
         StatedFacts(card.step_limit, None, None, card.back_to_origin, card.instruction),
     )
@@ -135,7 +135,7 @@ def stage_holds(spec: Any, state: WorldState) -> bool:
 
 def run_program(task: str, lay: Layout, states: list[WorldState]) -> RewardProgram:
     """The reward program of `task` on `lay` (built from the first state) after stepping through `states`."""
-    return run_spec(get_task(task).program(lay, states[0]), states)
+    return run_spec(get_twin_task(task).program(lay, states[0]), states)
 
 
 def run_spec(spec: Any, states: Iterable[WorldState]) -> RewardProgram:
@@ -246,7 +246,7 @@ class LayoutSweep:
 def sweep_layouts(task: str, count: int = 50, *, one_seed: bool = False) -> LayoutSweep:
     """Build and reset `count` layouts of `task`: seeds 0, 1, ... of `eval_nums` layouts each, or layout ids 0 to
     `count - 1` of seed 0 when `one_seed`."""
-    spec = get_task(task)
+    spec = get_twin_task(task)
     layouts, unbuilt, unstable, drifts = [], [], [], []
     with TwinEnv() as env:
         for k in range(count):

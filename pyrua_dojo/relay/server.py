@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from pyrua_dojo.files import create_once, write_atomic
-from pyrua_dojo.images import image_size
+from pyrua_dojo.runtime.files import create_once, write_atomic
+from pyrua_dojo.runtime.images import image_size
 
 __all__ = [
     "ANSWER_TIMEOUT_S",

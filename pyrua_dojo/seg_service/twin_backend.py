@@ -29,8 +29,8 @@ from typing import Protocol, runtime_checkable
 import cv2
 import numpy as np
 
-from primitives.segmentation_contract import image_sha256
-from pyrua_dojo.segmentation.backend import BackendInfo, Detection, ExemplarBoxPx, SegmentationRequestError
+from primitives.seg_contract import image_sha256
+from pyrua_dojo.seg_service.backend import BackendInfo, Detection, ExemplarBoxPx, SegmentationRequestError
 
 __all__ = [
     "DEFAULT_SYNONYMS",

@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 import sys
 
-from pyrua_dojo.segmentation.sam3_backend import DEFAULT_PROCESSOR_THRESHOLD, Sam3Backend
-from pyrua_dojo.segmentation.server import SegmentationServer
-from pyrua_dojo.segmentation.twin_backend import MaskOracle, TwinBackend, TwinNoise
+from pyrua_dojo.seg_service.sam3_backend import DEFAULT_PROCESSOR_THRESHOLD, Sam3Backend
+from pyrua_dojo.seg_service.http_server import SegmentationServer
+from pyrua_dojo.seg_service.twin_backend import MaskOracle, TwinBackend, TwinNoise
 
 __all__ = ["serve_sam3", "serve_twin"]
 

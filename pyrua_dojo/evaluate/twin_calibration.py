@@ -3,7 +3,8 @@
 `run_on_twin` runs `planner: calibrate` through the XPolicyLab Model on a twin whose station may differ from the
 agent's (`perturbed_station`, or a drawn one: `StationCalibrations`), then fits the run; `mount_error` compares a
 fit with the twin's truth. CLI glue: `pyrua-dojo calibrate fit RUN_DIR --out FILE` and
-`pyrua-dojo calibrate twin [--out FILE]`. The routine, the record and the file are `pyrua_dojo.calibrate`.
+`pyrua-dojo calibrate twin [--out FILE]`. The routine is `pyrua_dojo.runtime.calibration_routine`, the record
+and the file `pyrua_dojo.runtime.calibration_files`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import numpy as np
 from calibration import Station, load_station
 from calibration.fit import CalibrationFit
 from calibration.transforms import quat_from_axis_angle, quat_multiply
-from pyrua_dojo.calibrate import CalibrationRun, _numbers, fit_run, write_calibration_file
-from pyrua_dojo.trace import write_json_atomic
+from pyrua_dojo.runtime.calibration_routine import CalibrationRun
+from pyrua_dojo.runtime.calibration_files import _numbers, fit_run, write_calibration_file
+from pyrua_dojo.runtime.trace import write_json_atomic
 from pyrua_dojo.twin.station_truth import load_truth_station
 
 __all__ = [

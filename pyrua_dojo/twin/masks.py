@@ -2,11 +2,11 @@
 
 When segmentation is on, every `get_obs` also renders MuJoCo's segmentation for each camera; the env turns geom ids
 into object instances and stores, keyed by the sha256 of the colour image (its C-ordered uint8 bytes, as
-`primitives.segmentation_contract.image_sha256` computes it), a compact instance-id image plus each visible object's
+`primitives.seg_contract.image_sha256` computes it), a compact instance-id image plus each visible object's
 description words. `lookup` rebuilds per-object boolean masks on demand, so a bounded LRU of a few dozen images
 costs about 0.3 MB each. One oracle per env; nothing global.
 
-`lookup` returns `pyrua_dojo.segmentation.twin_backend.ObjectMask` objects (the protocol the segmentation service
+`lookup` returns `pyrua_dojo.seg_service.twin_backend.ObjectMask` objects (the protocol the segmentation service
 defines); that module is imported only when a lookup happens.
 """
 
@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 # The key the segmentation client and servers use; one definition, so the twin's oracle and the client agree.
-from primitives.segmentation_contract import image_sha256
+from primitives.seg_contract import image_sha256
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyrua_dojo.segmentation.twin_backend import ObjectMask
+    from pyrua_dojo.seg_service.twin_backend import ObjectMask
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class TwinMaskOracle:
                 self._items.move_to_end(sha)
         if entry is None:
             return None
-        from pyrua_dojo.segmentation.twin_backend import ObjectMask
+        from pyrua_dojo.seg_service.twin_backend import ObjectMask
 
         out = []
         for k, (info, area) in enumerate(zip(entry.instances, entry.silhouettes), start=1):

@@ -28,8 +28,9 @@ from typing import Any, Protocol
 
 from primitives.errors import CancelToken, EpisodeFinished
 from pyrua_dojo.llm.types import LLMCall, Planner, PlannerStop, Reply, ToolCall, ToolResult, Usage
-from pyrua_dojo.prompt import Prompt, load_text
-from pyrua_dojo.trace import RunTrace
+from pyrua_dojo.runtime.prompt.assemble import Prompt
+from prompts import load_text
+from pyrua_dojo.runtime.trace import RunTrace
 
 __all__ = ["Agent", "AgentConfig", "AgentResult", "CellRunner", "describe_end", "says_done"]
 
@@ -65,7 +66,7 @@ def describe_end(status: str, success: bool | None = None) -> str:
 
 
 class CellRunner(Protocol):
-    """What the loop needs of the cell executor (`pyrua_dojo.cells.CellExecutor`)."""
+    """What the loop needs of the cell executor (`pyrua_dojo.runtime.cells.CellExecutor`)."""
 
     def run(self, code: str) -> Any:  # -> cells.CellResult
         ...

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Literal
 
-from pyrua_dojo.harness.client import ClientReport, ClientSettings, TwinEvalClient
+from pyrua_dojo.harness.eval_client import ClientReport, ClientSettings, TwinEvalClient
 from pyrua_dojo.harness.policydir import PolicyDir, robodojo_overrides
 
 __all__ = ["PolicyServerError", "PolicyServerProcess", "ServerLaunch", "free_port", "run_twin_eval"]

@@ -17,8 +17,8 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from pyrua_dojo.agent import describe_end
-from pyrua_dojo.relay import Relay
+from pyrua_dojo.runtime.agent import describe_end
+from pyrua_dojo.relay.server import Relay
 
 __all__ = ["end_relay", "play_console", "relay_model_cfg", "start_relay"]
 
@@ -112,14 +112,14 @@ def _last_cell_text(agent_dir: Path) -> str | None:
 
 
 def play_console(options: Any, play: Callable[..., Any]) -> Any:
-    """`play --planner console`: the episode (`play(options, echo=...)`, the caller's `pyrua_dojo.play.play`) in a
+    """`play --planner console`: the episode (`play(options, echo=...)`, the caller's `pyrua_dojo.evaluate.play.play`) in a
     background thread, the person at the terminal in this one."""
     import tempfile
     import threading
     import time
     from dataclasses import replace
 
-    from pyrua_dojo.relay_commands import console_loop
+    from pyrua_dojo.relay.commands import console_loop
 
     run_root = Path(options.run_root) if options.run_root else Path(tempfile.mkdtemp(prefix="pyrua-console-"))
     options = replace(options, run_root=run_root)

@@ -29,7 +29,7 @@ import cv2
 import numpy as np
 
 from primitives import rle
-from primitives.segmentation_contract import (
+from primitives.seg_contract import (
     HEALTH_PATH,
     IMAGE_FORMATS,
     MASK_FORMATS,
@@ -42,12 +42,7 @@ from primitives.segmentation_contract import (
     SEGMENT_PATH,
     image_sha256,
 )
-from pyrua_dojo.segmentation.backend import (
-    Detection,
-    ExemplarBoxPx,
-    SegmentationBackend,
-    SegmentationRequestError,
-)
+from pyrua_dojo.seg_service.backend import Detection, ExemplarBoxPx, SegmentationBackend, SegmentationRequestError
 
 __all__ = ["SegmentationServer", "ServerLimits", "decode_image", "instance_json"]
 

@@ -1,7 +1,7 @@
 """The cell executor: runs the LLM's `python(code)` cells in a persistent, restricted namespace.
 
 Episodes run it inside their kernel process (`pyrua_dojo.kernel.main`), behind the kernel's OS confinement;
-`pyrua_dojo.kernel.host.KernelExecutor` is what the policy server calls. One `CellExecutor` per episode. Each cell is checked and compiled by the sandbox (`pyrua_dojo.sandbox`), then
+`pyrua_dojo.kernel.host.KernelExecutor` is what the policy server calls. One `CellExecutor` per episode. Each cell is checked and compiled by the sandbox (`pyrua_dojo.runtime.sandbox`), then
 runs in its own worker thread under a deadline; variables, functions and imports persist across cells.
 What the cell prints is captured per cell without redirecting the process-wide streams (many episodes share
 a process): the cell's `print` writes to the cell's capture, and a thread-routing proxy, installed once on
@@ -37,8 +37,8 @@ import numpy as np
 import primitives
 from primitives.errors import CancelToken, CellInterrupted, EpisodeFinished
 from primitives.results import CapturedImage
-from pyrua_dojo.images import ImageAttachment, encode_image
-from pyrua_dojo.sandbox import PreparedCode, Sandbox, SandboxRefusal
+from pyrua_dojo.runtime.images import ImageAttachment, encode_image
+from pyrua_dojo.runtime.sandbox import PreparedCode, Sandbox, SandboxRefusal
 
 __all__ = [
     "CellConfig", "CellExecutor", "CellResult", "CellStatus", "ImageAttachment", "OneCellAtATime", "clip", "display",
@@ -725,7 +725,7 @@ class CellExecutor(OneCellAtATime):
         return filename
 
     def _clean(self, text: str) -> str:
-        for old in (f"|{self._tag}>", "pyrua_dojo.sandbox.", "primitives.errors.", "__policy__."):
+        for old in (f"|{self._tag}>", "pyrua_dojo.runtime.sandbox.", "primitives.errors.", "__policy__."):
             text = text.replace(old, ">" if old.startswith("|") else "")
         return text
 

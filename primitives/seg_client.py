@@ -35,28 +35,8 @@ import cv2
 import numpy as np
 
 from primitives import rle
-
-__all__ = [
-    "DEFAULT_URL",
-    "ERROR_CODES",
-    "MAX_BODY_BYTES",
-    "MAX_EXEMPLAR_BOXES",
-    "MAX_IMAGE_SIDE",
-    "MAX_INSTANCES",
-    "MAX_PROMPTS",
-    "ExemplarBox",
-    "Instance",
-    "PromptResult",
-    "SegmentationClient",
-    "SegmentationFailure",
-    "SegmentationReply",
-    "ServiceHealth",
-    "image_sha256",
-]
-
-from primitives.segmentation_contract import (  # the contract both sides share; re-exported here
+from primitives.seg_contract import (
     DEFAULT_URL,
-    ERROR_CODES,
     ExemplarBox,
     HEALTH_PATH,
     IMAGE_FORMATS,
@@ -78,6 +58,8 @@ from primitives.segmentation_contract import (  # the contract both sides share;
     SegmentationReply,
     ServiceHealth,
 )
+
+__all__ = ["SegmentationClient"]
 
 
 # --- the client ------------------------------------------------------------------------------------------------

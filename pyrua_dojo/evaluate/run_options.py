@@ -17,7 +17,7 @@ __all__ = ["PLANNERS", "SEG_NOISE_LEVELS", "STATION_MODES", "RunOptions", "add_r
 #: Planners every command offers; `play` adds "console" (a person at the terminal).
 PLANNERS: tuple[str, ...] = ("scripted", "openai", "replay", "relay")
 # The command line names these without importing the twin (tests check them against the modules that own them).
-SEG_NOISE_LEVELS = ("none", "mild", "realistic", "harsh")  # pyrua_dojo.segmentation.twin_backend.NOISE_LEVELS
+SEG_NOISE_LEVELS = ("none", "mild", "realistic", "harsh")  # pyrua_dojo.seg_service.twin_backend.NOISE_LEVELS
 STATION_MODES = ("unknown", "exact")  # pyrua_dojo.twin.station_draw.STATION_MODES
 
 
@@ -75,7 +75,7 @@ class RunOptions:
         seg = self.segmentation
         if seg not in ("twin", "none") and not seg.startswith(("http://", "https://")):
             raise ValueError(f"segmentation must be twin, none or an http(s) URL, got {seg!r}")
-        from pyrua_dojo.segmentation.twin_backend import noise_level
+        from pyrua_dojo.seg_service.twin_backend import noise_level
         from pyrua_dojo.twin.station_draw import STATION_MODES
 
         noise_level(self.seg_noise)  # ValueError naming the levels
@@ -84,7 +84,7 @@ class RunOptions:
         if self.judging_card is not None and any(o.partition("=")[0].strip() == "judging_card" for o in self.overrides):
             raise ValueError("judging_card is set twice: use --judging-card / --no-judging-card, not --set")
         if self.preset is not None:
-            from pyrua_dojo.presets import load_preset
+            from pyrua_dojo.plugin.presets import load_preset
 
             load_preset(self.preset)  # ValueError naming the known presets
 

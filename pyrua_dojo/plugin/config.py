@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyrua_dojo.agent import AgentConfig
-from pyrua_dojo.cells import CellConfig
+from pyrua_dojo.runtime.agent import AgentConfig
+from pyrua_dojo.runtime.cells import CellConfig
 from pyrua_dojo.kernel.host import KernelConfig
 from pyrua_dojo.llm.openai_planner import OpenAIConfig
-from pyrua_dojo.presets import Preset, apply_preset
-from pyrua_dojo.prompt import PromptOptions
+from pyrua_dojo.plugin.presets import Preset, apply_preset
+from pyrua_dojo.runtime.prompt.assemble import PromptOptions
 
 #: Keys XPolicyLab itself puts into model_cfg (deploy.yml defaults and server overrides); accepted, mostly unused.
 XPOLICYLAB_KEYS = frozenset(

@@ -35,22 +35,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pyrua_dojo.evaluate.results import (
-    BENCHMARK,
-    ResultWriter,
-    RunLocation,
-    additional_info,
-    new_run_id,
-)
+from pyrua_dojo.harness.result_files import BENCHMARK, ResultWriter, RunLocation, additional_info, new_run_id
 from pyrua_dojo.harness import reference_loop
 from pyrua_dojo.twin.env import EpisodeOutcome, TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.harness.policydir import PolicyDir
 from pyrua_dojo.twin.station_draw import STATION_MODES, StationSpread
 from pyrua_dojo.harness.taskenv import EnvAccessError, TaskEnvView, ViewState
-from pyrua_dojo.twin.tasks import get_task
+from pyrua_dojo.twin.tasks import get_twin_task
 from pyrua_dojo.harness.videos import EpisodeVideos, check_video_support
 from pyrua_dojo.wire import ErrorCode, ModelClient, WireError
-from pyrua_dojo.files import write_atomic
+from pyrua_dojo.runtime.files import write_atomic
 
 __all__ = [
     "CONFIG_NAME",
@@ -171,7 +165,7 @@ class ClientSettings:
     connect_retry_delay_s: float = 5.0
 
     def __post_init__(self) -> None:
-        spec = get_task(self.task)  # ValueError naming the known tasks
+        spec = get_twin_task(self.task)  # ValueError naming the known tasks
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be an int >= 0, got {self.seed!r}")
         if not self.layouts:
@@ -274,7 +268,7 @@ class TwinEvalClient:
         self.settings = settings
         self._echo = echo or (lambda line: print(line, flush=True))
         self.policy = PolicyDir.load(settings.policy_dir) if settings.policy_dir is not None else None
-        task = get_task(settings.task)
+        task = get_twin_task(settings.task)
         batch = settings.eval_batch if settings.eval_batch is not None else (
             self.policy.eval_batch if self.policy is not None else False
         )
@@ -464,7 +458,7 @@ class TwinEvalClient:
     def _book_aborted(self, layout_id: int, reason: str) -> EpisodeReport:
         error = PolicyError("aborted", "RunAborted", reason, "before reset")
         index = self.writer.record(layout_id, False, 0.0).index if self.settings.on_error == "book" else None
-        limit = get_task(self.settings.task).step_lim
+        limit = get_twin_task(self.settings.task).step_limit
         report = EpisodeReport(layout_id, 0, index, False, 0.0, 0, limit, None, error)
         self._echo(_describe(report))
         return report

@@ -1,6 +1,6 @@
 """The segmentation service's contract, as both sides use it: limits, error codes, the image digest and the
-result types (`shared/reference/sam3.md`, section 6). The client (`primitives.segmentation`) and the servers
-(`pyrua_dojo.segmentation`) import it, so the two sides agree by construction.
+result types (`shared/reference/sam3.md`, section 6). The client (`primitives.seg_client`) and the servers
+(`pyrua_dojo.seg_service`) import it, so the two sides agree by construction.
 
 Coordinates are continuous pixel coordinates of the image that was sent: pixel (row r, column c) covers
 [c, c+1) x [r, r+1), so its centre is (c + 0.5, r + 0.5). `box_xyxy` is in that frame (for a mask-derived

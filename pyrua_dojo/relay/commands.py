@@ -4,7 +4,7 @@
 card on the first turn; then each tool result and image), saves the images as PNG and prints their paths, and
 waits for the next request. `reply` answers the waiting turn with a `python(code)` or `finish(status, summary)` call,
 and refuses a turn that already has an answer. Both address a relay by its state directory (see
-`pyrua_dojo.relay`). Exit codes of `show`: 0 a turn waits for an answer, 3 nothing new within --wait, 4 the
+`pyrua_dojo.relay.server`). Exit codes of `show`: 0 a turn waits for an answer, 3 nothing new within --wait, 4 the
 episode has ended, 2 bad input.
 """
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyrua_dojo.files import create_once
-from pyrua_dojo.relay import ANSWER_TIMEOUT_S, Relay, RelayDir, decode_data_url
+from pyrua_dojo.runtime.files import create_once
+from pyrua_dojo.relay.server import ANSWER_TIMEOUT_S, Relay, RelayDir, decode_data_url
 
 __all__ = ["ShowResult", "console_loop", "find_relays", "reply", "run_cli", "show"]
 
@@ -351,7 +351,7 @@ def _read_cell(read_line: Callable[[str], str], out: Callable[[str], None], show
         if not lines and line.strip().startswith(":"):
             word, _, rest = line.strip().partition(" ")
             if word == ":api":
-                from pyrua_dojo.prompt import robo_api_reference
+                from pyrua_dojo.runtime.prompt.reference import robo_api_reference
 
                 out(robo_api_reference() or "(the API reference is not available)")
             elif word == ":finish":

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pyrua_dojo.run_options import PLANNERS, RunOptions, run_options_from_args
+from pyrua_dojo.evaluate.run_options import PLANNERS, RunOptions, run_options_from_args
 
 __all__ = ["PlayOptions", "PlayResult", "play", "run_cli"]
 
@@ -44,9 +44,9 @@ class PlayOptions(RunOptions):
     policy_dir: Path | None = None  # default: the packaged plugin (submission/PyRUA_Dojo)
 
     def __post_init__(self) -> None:
-        from pyrua_dojo.twin.tasks import get_task
+        from pyrua_dojo.twin.tasks import get_twin_task
 
-        get_task(self.task)  # ValueError naming the twin's tasks
+        get_twin_task(self.task)  # ValueError naming the twin's tasks
         super().__post_init__()
 
 
@@ -77,7 +77,7 @@ def _model_cfg(options: PlayOptions, policy: Any, segmentation_url: str | None, 
     )
     cfg.update(options.policy_settings(), segmentation_url=segmentation_url, run_root=str(run_root))
     if relay_url is not None:
-        from pyrua_dojo.relay_play import relay_model_cfg
+        from pyrua_dojo.relay.planners import relay_model_cfg
 
         cfg.update(relay_model_cfg(relay_url, options.answer_timeout_s))
     return merge_overrides(cfg, options.overrides)
@@ -86,7 +86,7 @@ def _model_cfg(options: PlayOptions, policy: Any, segmentation_url: str | None, 
 def play(options: PlayOptions, *, echo: Any = None) -> PlayResult:
     """Run the episode (see module docstring). Raises ValueError for bad options, RuntimeError if it cannot run."""
     from pyrua_dojo.plugin.model import Model
-    from pyrua_dojo.harness.client import ClientSettings, TwinEvalClient
+    from pyrua_dojo.harness.eval_client import ClientSettings, TwinEvalClient
     from pyrua_dojo.harness.policydir import PolicyDir
     from pyrua_dojo.wire import PolicyServer
 
@@ -109,7 +109,7 @@ def play(options: PlayOptions, *, echo: Any = None) -> PlayResult:
         seg_url = None if options.segmentation == "none" else options.segmentation
     relay = None
     if options.planner in ("relay", "console"):
-        from pyrua_dojo.relay_play import start_relay
+        from pyrua_dojo.relay.planners import start_relay
 
         relay = start_relay(options, run_root)
     try:
@@ -181,7 +181,7 @@ def _conclude(options: PlayOptions, report: Any, run_root: Path, started: float,
     err = episode.error
     error = None if err is None else f"{err.kind}: {err.error_type}: {err.message}"
     if relay is not None:
-        from pyrua_dojo.relay_play import end_relay
+        from pyrua_dojo.relay.planners import end_relay
 
         end_relay(relay, agent_dir, success=episode.success, score=episode.score, steps=episode.steps,
                   step_limit=episode.step_limit, failure=episode.failure, error=error)
@@ -228,7 +228,7 @@ def run_cli(args: argparse.Namespace) -> int:
         print(f"play: {options.task} seed {options.seed} layout {options.layout}; "
               f"{conditions_line(options.segmentation, options.seg_noise, options.station)}", flush=True)
         if options.planner == "console":
-            from pyrua_dojo.relay_play import play_console
+            from pyrua_dojo.relay.planners import play_console
 
             result = play_console(options, play)
         else:

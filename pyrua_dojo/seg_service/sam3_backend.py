@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pyrua_dojo.segmentation.backend import BackendInfo, Detection, ExemplarBoxPx
+from pyrua_dojo.seg_service.backend import BackendInfo, Detection, ExemplarBoxPx
 
 __all__ = ["DEFAULT_PROCESSOR_THRESHOLD", "Sam3Backend", "Sam3Unavailable", "pil_image"]
 
