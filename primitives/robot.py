@@ -10,7 +10,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, is_dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from primitives.results import (
 )
 
 CallRecorder = Callable[[dict[str, Any]], None]
+R = TypeVar("R", Motion, MoveCheck)
 ImageSink = Callable[[CapturedImage], None]
 
 
@@ -166,12 +167,13 @@ class Robo:
         path="transit" rises straight up, travels (joints, or a line where the joint path would dip) and comes
         straight down: the way to carry or leave something low. It travels `clearance` m above the higher of start
         and goal, or if that is out of reach as high as reachable, never under `clearance` above the goal
-        (travel_z says the height). speed in (0, 1] scales the peak speed (1 = near the joint velocity limits).
+        (travel_z says the height). Heights are the TCP's: the fingertips hang 25 mm lower, a held object lower
+        still. speed in (0, 1] scales the peak speed (1 = near the joint velocity limits).
         check_move() plans the same motion without moving.
         """
         t0 = time.perf_counter()
         targets, args = self._move_request(arm, xyz, yaw, tilt, quat, path, speed, clearance)
-        result = self._move(targets, path, speed, clearance)
+        result = self._with_orientation_hint(self._move(targets, path, speed, clearance), yaw, quat)
         self._log("move_to", args, result, t0, result.steps_used)
         return result
 
@@ -188,11 +190,12 @@ class Robo:
         clearance: float = 0.08,
     ) -> MoveCheck:
         """Plan move_to with the same arguments without moving (no step spent): whether it is feasible, why not,
-        how many steps it would take, and the lowest and highest TCP z along the path (no collision check)."""
+        how many steps it would take, and the lowest and highest TCP z along the path (no collision check: a joint
+        path that starts low also crosses low; carry a held object with path="transit")."""
         targets, args = self._move_request(arm, xyz, yaw, tilt, quat, path, speed, clearance)
         plans, _, reason, travel = self._plan(targets, path, speed, clearance)
         if reason:
-            result = MoveCheck(arm, False, reason, 0)
+            result = self._with_orientation_hint(MoveCheck(arm, False, reason, 0), yaw, quat)
         else:
             kin = self._kin.arm(arm)
             zs = [float(self._tcp_frame(arm, self._cmd_q[arm])[1][2])]
@@ -201,6 +204,14 @@ class Robo:
                                round(travel.get(arm, 0.0), 4))
         self._log("check_move", args, result, time.perf_counter(), 0)
         return result
+
+    @staticmethod
+    def _with_orientation_hint(result: R, yaw: float | None, quat: Sequence[float] | None) -> R:
+        """A refused move that kept the current orientation (no yaw, no quat) says that a yaw may reach it."""
+        if getattr(result, "planned", getattr(result, "feasible", True)) or yaw is not None or quat is not None or "out of reach" not in result.reason:
+            return result
+        return replace(result, reason=result.reason + " (no yaw given: it keeps the current orientation, which may"
+                                                      " not reach there; a yaw gives a top-down pose)")
 
     def _move_request(
         self, arm: str, xyz: Sequence[float], yaw: float | None, tilt: float, quat: Sequence[float] | None,

@@ -254,3 +254,19 @@ def test_the_gripper_value_after_closing_follows_the_width_rule_in_the_notes(tas
         assert g.width_m == pytest.approx(width, abs=0.003)
     finally:
         env.close()
+
+
+def test_a_refused_move_without_yaw_says_that_a_yaw_may_reach_it():
+    # Trial N, stack_blocks_random: after a grasp, a carry with yaw=None came back "no IK solution within the joint
+    # limits" and worked once a yaw was given; nothing said that yaw=None keeps the current (tilted) orientation.
+    env, bridge, robo = episode("stack_blocks", 0, "left")
+    robo.look_at("left", [-0.1, -0.15, 0.78])  # a tilted wrist: the camera pose
+    target = [-0.3, -0.35, 0.85]
+    kept = robo.check_move("left", target)
+    assert not kept.feasible and "no yaw given" in kept.reason and "top-down" in kept.reason
+    assert robo.check_move("left", target, yaw=0.0).feasible
+    before = robo.steps_used
+    moved = robo.move_to("left", target)
+    assert not moved.planned and "no yaw given" in moved.reason and robo.steps_used == before
+    # A refusal that a yaw cannot help gets no hint: an explicit yaw, or a target beyond reach either way.
+    assert "no yaw given" not in robo.check_move("left", [-0.1, 0.05, 0.80], yaw=0.0).reason
