@@ -395,7 +395,10 @@ class Robo:
         return result
 
     # ------------------------------------------------------------------ perception
-    def locate(self, text: str, *, cameras: Sequence[str] | None = None, min_score: float = 0.3) -> Located:
+    def locate(
+        self, text: str, *, cameras: Sequence[str] | None = None, min_score: float = 0.3,
+        near: Sequence[float] | None = None,
+    ) -> Located:
         """Find an object by a short description ("red block", "blue cup") in the latest images.
 
         Uses the head camera, plus any wrist camera that also sees the object, or depth when the station sends
@@ -406,6 +409,8 @@ class Robo:
         `reason` names the assumption, the support and what was hidden; uncertainty_xy_m / uncertainty_z_m: the
         true error is within twice them 9 times in 10. `cameras` restricts which cameras to use. found=False with
         a reason when nothing usable is seen (no match, segmentation down, object cut by the image border).
+        near=[x, y(, z)]: of several matching objects, the measured one nearest that point in xy (else the best
+        match).
         """
         t0 = time.perf_counter()
         if not isinstance(text, str) or not text.strip():
@@ -413,8 +418,20 @@ class Robo:
         if cameras is not None:
             for c in cameras:
                 self._check_camera(c)
-        result = self._perception.locate(self._obs, text.strip(), cameras=cameras, min_score=min_score)
-        self._log("locate", {"text": text, "cameras": cameras, "min_score": min_score}, result, t0, 0)
+        if near is None:
+            result = self._perception.locate(self._obs, text.strip(), cameras=cameras, min_score=min_score)
+        else:
+            point = np.asarray(near, dtype=float)
+            if point.shape not in ((2,), (3,)) or not np.all(np.isfinite(point)):
+                raise ValueError(f"near must be [x, y] or [x, y, z], got {near!r}")
+            every = self._perception.locate_all(self._obs, text.strip(), cameras=cameras, min_score=min_score,
+                                                max_objects=20)
+            measured = [r for r in every if r.found]
+            if measured:
+                result = min(measured, key=lambda r: math.dist(r.xyz[:2], point[:2]))
+            else:
+                result = self._perception.locate(self._obs, text.strip(), cameras=cameras, min_score=min_score)
+        self._log("locate", {"text": text, "cameras": cameras, "min_score": min_score, "near": near}, result, t0, 0)
         return result
 
     def locate_all(

@@ -225,6 +225,21 @@ def test_robo_locate_validates_and_delegates(blocks: Scene) -> None:
     assert loc.found and loc.method == "depth"
 
 
+def test_robo_locate_near_picks_the_instance_nearest_the_point(blocks: Scene) -> None:
+    # Trial N, hang_mugs: after look_at over one mug, locate("blue mug") returned the other one; `near` chooses.
+    bridge = EnvBridge(blocks.env)
+    robo = Robo(bridge, blocks.raw, station=STATION, step_limit=550, perception=blocks.perception())
+    every = [b for b in robo.locate_all("block") if b.found]
+    assert len(every) >= 2
+    for b in every:
+        chosen = robo.locate("block", near=b.xyz[:2])
+        assert chosen.xyz == b.xyz
+        assert robo.locate("block", near=[b.xyz[0] + 0.01, b.xyz[1], 0.9]).xyz == b.xyz
+    with pytest.raises(ValueError):
+        robo.locate("block", near=[0.1])
+    assert not robo.locate("zebra", near=[0.0, 0.0]).found
+
+
 # ----------------------------------------------------------------------------------------------- bench
 
 
