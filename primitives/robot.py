@@ -54,6 +54,7 @@ class RoboConfig:
     grip_settle_steps: int = 6  # more actions at most, until the reported value stops changing
     held_threshold: float = 0.05
     press_lag_m: float = 0.001  # before closing: measured TCP this far above its command = pressing on something
+    stalled_open_value: float = 0.7  # close() read at or above this: lift 2 mm and read again (pads dragging)
 
 
 class Robo:
@@ -849,16 +850,16 @@ class Robo:
         # Fingertips pressed on the table or on an object's top stall the closing fingers by friction, which read
         # like a grip (issue 17: held=True at 0.79 with nothing inside): stop pressing first.
         steps = self._stop_pressing(arm) if command < self._obs.gripper[arm] - 1e-3 else 0
+        closing = command < self._obs.gripper[arm] - 1e-3
         steps += 0 if already else self._send({}, {arm: command}, cfg.grip_steps)
-        previous = self._obs.gripper[arm]
-        for _ in range(cfg.grip_settle_steps):
-            if abs(self._obs.gripper[arm] - command) < 1e-3:
-                break
-            steps += self._send({}, {}, 1)
-            now = self._obs.gripper[arm]
-            if abs(now - previous) < 2e-3:
-                break
-            previous = now
+        steps += self._settle_gripper(arm, command)
+        if closing and self._obs.gripper[arm] >= cfg.stalled_open_value:
+            # Fingers stalled nearly open: a wide object, or pads dragging on a surface the arm barely presses
+            # (tips 1-2 mm into the table read 0.77, held, with nothing inside: LLM trial N). Lift 2 mm and let
+            # them settle again: a held object stays held, pads freed from the table close.
+            lifted = self._lift_commanded(arm, 0.002)
+            if lifted:
+                steps += lifted + self._settle_gripper(arm, command)
         value = float(self._obs.gripper[arm])
         g = self._station.x5.gripper
         span = g.scale[1] - g.scale[0]
@@ -869,6 +870,26 @@ class Robo:
         opening = value + g.rate_limit if held else value
         width = 2.0 * (g.scale[0] + min(1.0, opening) * span)
         return Grip(arm, command, round(value, 4), held, round(width, 4), steps, self.steps_left)
+
+    def _settle_gripper(self, arm: str, command: float) -> int:
+        """Hold until the reported gripper value reaches the command or stops changing (at most grip_settle_steps)."""
+        steps = 0
+        previous = self._obs.gripper[arm]
+        for _ in range(self._config.grip_settle_steps):
+            if abs(self._obs.gripper[arm] - command) < 1e-3:
+                break
+            steps += self._send({}, {}, 1)
+            now = self._obs.gripper[arm]
+            if abs(now - previous) < 2e-3:
+                break
+            previous = now
+        return steps
+
+    def _lift_commanded(self, arm: str, dz: float) -> int:
+        """Raise the commanded TCP dz straight up in one action (0 when IK fails there)."""
+        rot, cmd = self._tcp_frame(arm, self._cmd_q[arm])
+        r = self._kin.arm(arm).ik(make_transform(rot, cmd + np.array([0.0, 0.0, dz])), self._cmd_q[arm], point="tcp")
+        return self._send({arm: r.q[None, :]}, {}, 1) if r.converged else 0
 
     def _offset_now(self, arm: str) -> FloatArray:
         """The reported TCP minus the modelled TCP of the commanded joints, now."""

@@ -254,6 +254,20 @@ def test_closing_with_the_fingertips_pressed_on_the_table_is_not_held(station_en
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("depth_mm", [1, 2])
+def test_closing_with_the_fingertips_a_mm_or_two_into_the_table_after_a_line_move_is_not_held(station_env, depth_mm):
+    # LLM trial N (stack_blocks_random): a plain move_to put the fingertips 2 mm below the table top; the arm did not
+    # lag (no pressing seen), the pads dragged on the table and close() read held=True at 0.78 with nothing inside.
+    _, _, robo = station_env
+    arm, xy = "left", (-0.2, -0.3)  # clear of the blocks
+    assert robo.move_to(arm, [xy[0], xy[1], 0.83], yaw=0.0, path="transit").reached
+    robo.open(arm)
+    assert robo.move_to(arm, [xy[0], xy[1], 0.765 + PAD_HALF - depth_mm / 1000], yaw=0.0).reached
+    g = robo.close(arm)
+    assert not g.held and g.value < 0.05, g
+
+
+@pytest.mark.slow
 def test_closing_with_a_fingertip_on_a_block_top_is_not_held(station_env):
     # issue 17: the gripper straddling a block's edge, one finger pad resting on its top (the arm blocked there):
     # the fingers stalled by friction and close() reported held=True.
