@@ -7,8 +7,9 @@ which episodes to run, runs them in worker processes, shows progress and reports
 
 - **Plan**: for every task and seed, layouts 0..N-1 (N = `--episodes`, at most the task's `episodes_per_seed`,
   RoboDojo's `eval_nums`; default all), one run directory per (task, seed):
-  `<out>/RoboDojo/<task>/PyRUA_Dojo/arx_x5/<seed>_ckpt_name=<ckpt>,action_type=joint/<run_id>/`. One run id for the whole eval: `--run-id`, else the latest run already there for this
-  configuration (so running the same command again resumes), else a new one (`--new-run` forces a new one).
+  `<out>/RoboDojo/<task>/PyRUA_Dojo/arx_x5/<seed>_ckpt_name=<ckpt>,action_type=joint/<run_id>/`. One run id for
+  the whole eval: `--run-id`, else the latest run already there for this configuration (so running the same command
+  again resumes), else a new one (`--new-run` forces a new one).
 - **Resume**: the results on disk are the state. An episode is finished once it is booked in `_result.json`
   (written atomically, fsynced, under a lock); anything else is run again, and the agent directory an interrupted
   episode left behind is moved aside (`episodes/_unbooked/`), never deleted. `_eval.json` in each run directory
