@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from pyrua_dojo.runtime.files import create_once
+from pyrua_dojo.runtime.atomic_files import create_once
 from pyrua_dojo.harness.result_files import EpisodeResult, ResultWriter
 from pyrua_dojo.evaluate.plan import EVAL_FILE, EpisodeKey, EvalPlan, EvalSettings, make_plan
 from pyrua_dojo.evaluate.episode_run import EpisodeDone, recover_agent_records, run_episode

@@ -44,7 +44,7 @@ from pyrua_dojo.harness.taskenv import EnvAccessError, TaskEnvView, ViewState
 from pyrua_dojo.twin.tasks import get_twin_task
 from pyrua_dojo.harness.videos import EpisodeVideos, check_video_support
 from pyrua_dojo.wire import ErrorCode, ModelClient, WireError
-from pyrua_dojo.runtime.files import write_atomic
+from pyrua_dojo.runtime.atomic_files import write_atomic
 
 __all__ = [
     "CONFIG_NAME",
