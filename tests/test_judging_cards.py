@@ -78,7 +78,7 @@ def _thresholds(task: str) -> dict[float, set[str]]:
     """Every numeric threshold of the twin's success stages and queries (over several layouts), with where it is."""
     spec = TWIN_TASKS[task]
     found: dict[float, set[str]] = {}
-    for layout_id in range(min(LAYOUTS_PER_TASK, spec.eval_nums)):
+    for layout_id in range(min(LAYOUTS_PER_TASK, spec.episodes_per_seed)):
         layout = spec.layout(STATION, 0, layout_id)
         program = spec.program(layout, _twin_state(layout))
         preds: list[Pred] = [p for stage in program.stages for p in stage]

@@ -99,7 +99,7 @@ def test_arrange_layouts_follow_upstream(task: str) -> None:
     spec = get_twin_task(task)
     ids = range(30, 50) if task.endswith("_random") else range(30)
     counts = set()
-    for lid in range(spec.eval_nums):
+    for lid in range(spec.episodes_per_seed):
         lay = spec.layout(STATION, 0, lid)
         digits = [o for o in lay.objects if o.label.startswith("digit_")]
         mats = [lay.object(f"mat_{i}") for i in range(len(digits))]
@@ -194,7 +194,7 @@ def _arrange_with(values: set[int]) -> tuple[str, Layout]:
     for task in ARRANGE:
         spec = get_twin_task(task)
         for k in range(50):
-            lay = spec.layout(STATION, *divmod(k, spec.eval_nums))
+            lay = spec.layout(STATION, *divmod(k, spec.episodes_per_seed))
             if values <= {v for _, v in arrange_order(lay)}:
                 return task, lay
     raise AssertionError(f"no layout with digits {values}")
@@ -300,7 +300,7 @@ def test_solve_equation_layouts_follow_upstream() -> None:
     value's tiles are exactly those that make the equation true."""
     spec = get_twin_task("solve_equation")
     empty_slots = set()
-    for lid in range(spec.eval_nums):
+    for lid in range(spec.episodes_per_seed):
         lay = spec.layout(STATION, 0, lid)
         for i, x in enumerate(EQ_MATS_X):
             m = lay.object(f"mat{i}")
@@ -337,7 +337,7 @@ def _solve_layout_with(slot: int, several: bool) -> tuple[int, Layout]:
     """A solve_equation layout (seed 0, 1) whose empty slot is `slot`, with several or exactly one answer."""
     spec = get_twin_task("solve_equation")
     for k in range(100):
-        seed, lid = divmod(k, spec.eval_nums)
+        seed, lid = divmod(k, spec.episodes_per_seed)
         lay = spec.layout(STATION, seed, lid)
         mat, cands = find_missing(lay)
         if mat == f"mat{slot}" and (len(cands) > 1) == several:

@@ -47,7 +47,7 @@ def test_precision_tasks_take_the_catalogue_facts() -> None:
     for name in PRECISION:
         twin, cat, _ = stated_facts(name)
         assert twin == cat and twin.dimension == "Precision"
-    assert get_twin_task("plug_in_charger").step_limit == 400 and not get_twin_task("insert_key").needs_origin
+    assert get_twin_task("plug_in_charger").step_limit == 400 and not get_twin_task("insert_key").back_to_origin
 
 
 # --------------------------------------------------------------------------------------------- layout ranges

@@ -40,7 +40,7 @@ def test_task_table_matches_robodojo() -> None:
         "cover_blocks": (800, 50),
         "align_blocks": (200, 50),
     }
-    assert {n: (TWIN_TASKS[n].step_limit, TWIN_TASKS[n].eval_nums) for n in expected} == expected
+    assert {n: (TWIN_TASKS[n].step_limit, TWIN_TASKS[n].episodes_per_seed) for n in expected} == expected
     lay = get_twin_task("cover_blocks").layout(STATION, 0, 0)
     assert lay.instruction == (
         "Cover the blocks from left to right, remember their colors, then uncover them in the order: red, green, and blue."
@@ -69,7 +69,7 @@ def test_layouts_are_deterministic_and_respect_ranges(task: str) -> None:
     spec = get_twin_task(task)
     seen = set()
     region = box_polygon(TABLE_REGION)
-    for lid in range(spec.eval_nums):
+    for lid in range(spec.episodes_per_seed):
         a = spec.layout(STATION, 0, lid)
         b = spec.layout(STATION, 0, lid)
         assert a == b
@@ -106,7 +106,7 @@ def test_layouts_are_deterministic_and_respect_ranges(task: str) -> None:
     if task == "cover_blocks":  # fixed positions: only the order of the three cubes varies
         assert len(seen) == 6
     else:
-        assert len(seen) == spec.eval_nums
+        assert len(seen) == spec.episodes_per_seed
         assert get_twin_task(task).layout(STATION, 1, 0) != get_twin_task(task).layout(STATION, 0, 0)
 
 

@@ -80,7 +80,7 @@ def layout_plan(layouts: int, seed: int) -> list[tuple[str, int, int]]:
     for i in range(layouts):
         task = TASKS[i % len(TASKS)]
         s, lid = counters[task]
-        if lid >= get_twin_task(task).eval_nums:
+        if lid >= get_twin_task(task).episodes_per_seed:
             s, lid = s + 1, 0
         plan.append((task, s, lid))
         counters[task] = (s, lid + 1)

@@ -228,7 +228,7 @@ def pickup_layouts(station: Station, seed: int, count: int, categories: tuple[st
     task = get_twin_task("general_pickup")
     out: list[tuple[int, int]] = []
     for s in range(seed, seed + 5):
-        for lid in range(task.eval_nums):
+        for lid in range(task.episodes_per_seed):
             target = next(o for o in task.layout(station, s, lid).objects if o.label == "target")
             if target.spec.category in categories:
                 out.append((s, lid))

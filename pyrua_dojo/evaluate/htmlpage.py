@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from pyrua_dojo.runtime.files import write_atomic
+from pyrua_dojo.runtime.atomic_files import write_atomic
 
 __all__ = ["ImageRef", "MIME_TYPES", "Page", "esc", "fmt_num", "pretty_json", "table"]
 

@@ -197,7 +197,7 @@ class EvalPlan:
 def _layouts(task: str, episodes: int | None, layouts: str | None = None) -> Sequence[int]:
     from pyrua_dojo.twin.tasks import get_twin_task
 
-    n = get_twin_task(task).eval_nums
+    n = get_twin_task(task).episodes_per_seed
     if layouts is not None:
         from pyrua_dojo.harness.eval_client import parse_layouts
 

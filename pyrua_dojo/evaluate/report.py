@@ -49,7 +49,7 @@ from pyrua_dojo.harness.result_files import (
     scan_results,
 )
 from pyrua_dojo.evaluate.summarize import PolicySummary, summarize_tree
-from pyrua_dojo.runtime.files import replacing
+from pyrua_dojo.runtime.atomic_files import replacing
 
 __all__ = [
     "ANCHORS",

@@ -5,10 +5,11 @@ running the plugin's own deploy.py against a fresh twin over the websocket proto
 by the twin client, and the agent's run directory moved next to it with its agent record. This module decides
 which episodes to run, runs them in worker processes, shows progress and reports.
 
-- **Plan**: for every task and seed, layouts 0..N-1 (N = `--episodes`, at most the task's `eval_nums`; default all),
-  one run directory per (task, seed): `<out>/RoboDojo/<task>/PyRUA_Dojo/arx_x5/<seed>_ckpt_name=<ckpt>,action_type=
-  joint/<run_id>/`. One run id for the whole eval: `--run-id`, else the latest run already there for this
-  configuration (so running the same command again resumes), else a new one (`--new-run` forces a new one).
+- **Plan**: for every task and seed, layouts 0..N-1 (N = `--episodes`, at most the task's `episodes_per_seed`,
+  RoboDojo's `eval_nums`; default all), one run directory per (task, seed):
+  `<out>/RoboDojo/<task>/PyRUA_Dojo/arx_x5/<seed>_ckpt_name=<ckpt>,action_type=joint/<run_id>/`. One run id for
+  the whole eval: `--run-id`, else the latest run already there for this configuration (so running the same command
+  again resumes), else a new one (`--new-run` forces a new one).
 - **Resume**: the results on disk are the state. An episode is finished once it is booked in `_result.json`
   (written atomically, fsynced, under a lock); anything else is run again, and the agent directory an interrupted
   episode left behind is moved aside (`episodes/_unbooked/`), never deleted. `_eval.json` in each run directory
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from pyrua_dojo.runtime.files import create_once
+from pyrua_dojo.runtime.atomic_files import create_once
 from pyrua_dojo.harness.result_files import EpisodeResult, ResultWriter
 from pyrua_dojo.evaluate.plan import EVAL_FILE, EpisodeKey, EvalPlan, EvalSettings, make_plan
 from pyrua_dojo.evaluate.episode_run import EpisodeDone, recover_agent_records, run_episode

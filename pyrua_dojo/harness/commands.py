@@ -20,9 +20,9 @@ from pyrua_dojo.twin.tasks import get_twin_task
 __all__ = ["client_main", "eval_main", "settings_from_args"]
 
 
-def _layouts(spec: str, eval_nums: int) -> tuple[int, ...]:
+def _layouts(spec: str, episodes_per_seed: int) -> tuple[int, ...]:
     """`--layouts`; with "all", RoboDojo's EVAL_NUM (a count, or "native") caps the episodes as main.py does."""
-    ids = parse_layouts(spec, eval_nums)
+    ids = parse_layouts(spec, episodes_per_seed)
     cap = os.environ.get("EVAL_NUM", "").strip()
     if spec.strip().lower() == "all" and cap and cap.lower() != "native":
         try:
@@ -43,7 +43,7 @@ def settings_from_args(args: argparse.Namespace, *, url: str) -> ClientSettings:
         url=url,
         task=task.name,
         seed=args.seed,
-        layouts=_layouts(args.layouts, task.eval_nums),
+        layouts=_layouts(args.layouts, task.episodes_per_seed),
         policy_dir=Path(args.policy_dir) if getattr(args, "policy_dir", None) else None,
         policy_name=args.policy_name,
         ckpt_name=args.ckpt,

@@ -44,7 +44,7 @@ from pyrua_dojo.harness.taskenv import EnvAccessError, TaskEnvView, ViewState
 from pyrua_dojo.twin.tasks import get_twin_task
 from pyrua_dojo.harness.videos import EpisodeVideos, check_video_support
 from pyrua_dojo.wire import ErrorCode, ModelClient, WireError
-from pyrua_dojo.runtime.files import write_atomic
+from pyrua_dojo.runtime.atomic_files import write_atomic
 
 __all__ = [
     "CONFIG_NAME",
@@ -70,10 +70,10 @@ ErrorKind = Literal[
 ]
 
 
-def parse_layouts(spec: str | None, eval_nums: int) -> tuple[int, ...]:
-    """Layout ids from "all" / None (0..eval_nums-1), "7", "0-9" or "0,3,5-7"; ValueError on anything else."""
+def parse_layouts(spec: str | None, episodes_per_seed: int) -> tuple[int, ...]:
+    """Layout ids from "all" / None (0..episodes_per_seed-1), "7", "0-9" or "0,3,5-7"; ValueError on anything else."""
     if spec is None or spec.strip().lower() == "all":
-        return tuple(range(eval_nums))
+        return tuple(range(episodes_per_seed))
     ids: list[int] = []
     for part in spec.split(","):
         part = part.strip()
@@ -85,9 +85,9 @@ def parse_layouts(spec: str | None, eval_nums: int) -> tuple[int, ...]:
         if hi < lo:
             raise ValueError(f"layouts: {part!r} runs backwards")
         ids.extend(range(lo, hi + 1))
-    bad = [i for i in ids if i >= eval_nums]
+    bad = [i for i in ids if i >= episodes_per_seed]
     if bad:
-        raise ValueError(f"layouts {bad} out of range: this task has layouts 0..{eval_nums - 1} per seed")
+        raise ValueError(f"layouts {bad} out of range: this task has layouts 0..{episodes_per_seed - 1} per seed")
     if len(set(ids)) != len(ids):
         raise ValueError(f"layouts: {spec!r} names a layout twice")
     return tuple(ids)
@@ -170,9 +170,9 @@ class ClientSettings:
             raise ValueError(f"seed must be an int >= 0, got {self.seed!r}")
         if not self.layouts:
             raise ValueError("no layouts to run")
-        bad = [i for i in self.layouts if not 0 <= i < spec.eval_nums]
+        bad = [i for i in self.layouts if not 0 <= i < spec.episodes_per_seed]
         if bad:
-            raise ValueError(f"layouts {bad} out of range: {self.task} has layouts 0..{spec.eval_nums - 1}")
+            raise ValueError(f"layouts {bad} out of range: {self.task} has layouts 0..{spec.episodes_per_seed - 1}")
         if self.num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {self.num_envs}")
         if self.station not in STATION_MODES:

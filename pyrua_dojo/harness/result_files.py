@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-from pyrua_dojo.runtime.files import write_atomic
+from pyrua_dojo.runtime.atomic_files import write_atomic
 
 __all__ = [
     "AGENT_RECORD_FILE",

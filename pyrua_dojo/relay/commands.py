@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyrua_dojo.runtime.files import create_once
+from pyrua_dojo.runtime.atomic_files import create_once
 from pyrua_dojo.relay.server import ANSWER_TIMEOUT_S, Relay, RelayDir, decode_data_url
 
 __all__ = ["ShowResult", "console_loop", "find_relays", "reply", "run_cli", "show"]

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from pyrua_dojo.runtime.files import create_once, write_atomic
+from pyrua_dojo.runtime.atomic_files import create_once, write_atomic
 from pyrua_dojo.runtime.images import image_size
 
 __all__ = [

@@ -18,7 +18,7 @@ from calibration.fit import CalibrationFit, PoseSample, fit_station
 from calibration.transforms import FloatArray, pose_to_transform
 from primitives.kinematics import X5Kinematics
 from pyrua_dojo.runtime.trace import read_jsonl
-from pyrua_dojo.runtime.files import replacing
+from pyrua_dojo.runtime.atomic_files import replacing
 
 __all__ = [
     "RECORD_SCHEMA",

@@ -50,7 +50,7 @@ __all__ = [
 #: orientation, then ordered for short joint travel. Every pose and the joint-space path between neighbours keep the
 #: gripper >= 15 cm (home: >= 10 cm) above the table, the whole arm at x <= -6 cm (so the mirrored right arm stays
 #: >= 12 cm away), the gripper >= 8 cm from the arm's own base and upper arm, and the approach axis within 70 deg of
-#: forward-down. `tests/test_calibrate.py` re-checks these and runs the plan on the twin without a single contact.
+#: forward-down. `tests/test_calibration_routine.py` re-checks these and runs the plan on the twin without a single contact.
 _LEFT_POSES: tuple[tuple[float, ...], ...] = (
     (0.52, 0.83, 1.12, -1.16, -0.85, -1.18),
     (0.13, 1.13, 1.24, -0.16, 0.00, -0.08),

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 import numpy as np
-from pyrua_dojo.runtime.files import write_atomic
+from pyrua_dojo.runtime.atomic_files import write_atomic
 
 __all__ = [
     "RESULT_SCHEMA",

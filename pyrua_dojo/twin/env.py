@@ -222,8 +222,8 @@ class TwinEnv:
             raise ValueError(f"give 1..{self.num_envs} layout ids, got {len(ids)}")
         ids += [None] * (self.num_envs - len(ids))
         for lid in ids:
-            if lid is not None and not 0 <= int(lid) < spec.eval_nums:
-                raise ValueError(f"{task}: layout_id must be in 0..{spec.eval_nums - 1}, got {lid}")
+            if lid is not None and not 0 <= int(lid) < spec.episodes_per_seed:
+                raise ValueError(f"{task}: layout_id must be in 0..{spec.episodes_per_seed - 1}, got {lid}")
         layouts = [None if lid is None else spec.layout(self.station, int(seed), int(lid)) for lid in ids]
         self._release_slots()
         self._task = spec

@@ -41,21 +41,22 @@ MAX_LAYOUT_ATTEMPTS = 50
 
 @dataclass(frozen=True)
 class TwinTask:
-    """One RoboDojo task as the twin runs it."""
+    """One RoboDojo task as the twin runs it: its layouts, reference program and scoring, with the catalogue's facts
+    (`pyrua_dojo.catalog.TaskSpec`: step limit, episodes per seed, dimension, back to origin) under the same names."""
 
     name: str
     dimension: str
     step_limit: int
-    eval_nums: int
+    episodes_per_seed: int
     layout_fn: LayoutFn
     program_fn: ProgramFn
     has_score: bool
-    needs_origin: bool
+    back_to_origin: bool
 
     def layout(self, station: Station, seed: int, layout_id: int) -> Layout:
         """The deterministic layout (objects, poses, instruction) of (task, seed, layout_id)."""
-        if not 0 <= int(layout_id) < self.eval_nums:
-            raise ValueError(f"{self.name}: layout_id must be in 0..{self.eval_nums - 1}, got {layout_id}")
+        if not 0 <= int(layout_id) < self.episodes_per_seed:
+            raise ValueError(f"{self.name}: layout_id must be in 0..{self.episodes_per_seed - 1}, got {layout_id}")
         last: Exception | None = None
         for attempt in range(MAX_LAYOUT_ATTEMPTS):
             rng = layout_rng(self.name, seed, layout_id, attempt)

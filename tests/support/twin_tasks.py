@@ -67,7 +67,7 @@ def stated_facts(task: str) -> tuple[StatedFacts, StatedFacts, StatedFacts]:
     instruction = spec.layout(STATION, 0, 0).instruction
     card = TaskCard.for_task(task, instruction)
     return (
-        StatedFacts(spec.step_limit, spec.eval_nums, spec.dimension, spec.needs_origin, instruction),
+        StatedFacts(spec.step_limit, spec.episodes_per_seed, spec.dimension, spec.back_to_origin, instruction),
         StatedFacts(cat.step_limit, cat.episodes_per_seed, cat.dimension.value, cat.back_to_origin, cat.instruction),
         StatedFacts(card.step_limit, None, None, card.back_to_origin, card.instruction),
     )
@@ -244,13 +244,13 @@ class LayoutSweep:
 
 
 def sweep_layouts(task: str, count: int = 50, *, one_seed: bool = False) -> LayoutSweep:
-    """Build and reset `count` layouts of `task`: seeds 0, 1, ... of `eval_nums` layouts each, or layout ids 0 to
+    """Build and reset `count` layouts of `task`: seeds 0, 1, ... of `episodes_per_seed` layouts each, or layout ids 0 to
     `count - 1` of seed 0 when `one_seed`."""
     spec = get_twin_task(task)
     layouts, unbuilt, unstable, drifts = [], [], [], []
     with TwinEnv() as env:
         for k in range(count):
-            seed, lid = (0, k) if one_seed else divmod(k, spec.eval_nums)
+            seed, lid = (0, k) if one_seed else divmod(k, spec.episodes_per_seed)
             lay = spec.layout(STATION, seed, lid)
             layouts.append((seed, lid, lay))
             if set(TwinScene(STATION, lay.objects).objects) != {o.label for o in lay.objects}:

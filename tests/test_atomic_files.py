@@ -1,4 +1,4 @@
-"""pyrua_dojo.runtime.files: atomic replacement, write-once, and nothing left behind on failure."""
+"""pyrua_dojo.runtime.atomic_files: atomic replacement, write-once, and nothing left behind on failure."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pyrua_dojo.runtime.files import create_once, replacing, write_atomic
+from pyrua_dojo.runtime.atomic_files import create_once, replacing, write_atomic
 
 
 def test_write_atomic_replaces_the_whole_file_and_leaves_no_temporary(tmp_path: Path) -> None:
