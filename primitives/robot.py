@@ -1,7 +1,7 @@
 """The `robo` object: the only interface the LLM's code has to the dual ARX X5 station.
 
 Its docstrings are the API reference in the prompt, so they state units, frames and failure modes exactly. It plans;
-the command engine behind it (`primitives.commands`) runs the chunks and owns the step count.
+the command engine behind it (`primitives.command_engine`) runs the chunks and owns the step count.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from calibration import ARMS, CAMERAS, Station
 from calibration.transforms import FloatArray, make_transform, quat_to_matrix, rotation_angle
 from primitives.actions import Bridge, Observation
-from primitives.commands import CommandEngine
+from primitives.command_engine import CommandEngine
 from primitives.errors import CancelToken
 from primitives.kinematics import X5Kinematics, tilted_rotation
 from primitives.motion import Limits, joint_path, line_path

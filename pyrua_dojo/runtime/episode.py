@@ -19,7 +19,7 @@ import numpy as np
 from calibration import CAMERAS, Station
 from calibration.transforms import quat_angle
 from primitives.actions import Action, Observation
-from primitives.commands import CommandEngine
+from primitives.command_engine import CommandEngine
 from primitives.errors import CancelToken
 from primitives.kinematics import X5Kinematics
 from primitives.perception import Perception

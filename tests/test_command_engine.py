@@ -7,7 +7,7 @@ import pytest
 
 from calibration import load_station
 from primitives.actions import hold_action, make_action
-from primitives.commands import CommandEngine
+from primitives.command_engine import CommandEngine
 from primitives.errors import CancelToken, CellInterrupted, EpisodeFinished
 from primitives.robot import Robo
 from pyrua_dojo.runtime.stepping import EnvBridge
