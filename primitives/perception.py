@@ -46,7 +46,7 @@ from primitives.mask_geometry import (
 )
 from primitives.results import CameraMeta, Located
 from primitives.segmentation import Instance, SegmentationClient
-from primitives.solid_fit import SolidFit, View, fit_held_box, fit_solid, hull_view
+from primitives.solid_fit import SolidFit, View, fit_held_box, fit_neck, fit_solid, hull_view
 
 HEAD = "cam_head"
 
@@ -192,6 +192,9 @@ class Perception:
                     result = replace(result, reason="; ".join([result.reason, *reasons]).strip("; "))
                 return result
             reasons.append(result.reason)
+        held = self._measure_held(obs, text, min_score, allowed)
+        if held is not None:
+            return held
         return self._not_found(obs, text, order[0], "; ".join(reasons), 0)
 
     def locate_all(
@@ -420,8 +423,18 @@ class Perception:
     ) -> tuple[str, FloatArray, FloatArray, float] | None:
         """The arm that seems to hold the object seen along `ray`: its gripper closed on something (value between
         0.03 and 0.9), pointing down, its TCP within 4 cm of the ray. (arm, TCP, closing axis, pad distance)."""
-        g = self.station.x5.gripper
         origin, d = ray
+        for arm, tcp, axis, width in self._holding(obs):
+            rel = tcp - origin
+            if float(np.linalg.norm(rel - (rel @ d) * d)) <= 0.04:
+                return arm, tcp, axis, width
+        return None
+
+    def _holding(self, obs: Observation) -> list[tuple[str, FloatArray, FloatArray, float]]:
+        """The arms whose gripper is closed on something (value between 0.03 and 0.9) and points down: (arm, TCP,
+        closing axis, pad distance)."""
+        g = self.station.x5.gripper
+        out = []
         for arm in self.station.arms:
             value = float(obs.gripper[arm])
             if not 0.03 < value < 0.9:
@@ -431,12 +444,84 @@ class Perception:
             if rot[2, 0] > -0.9:
                 continue  # not pointing down
             tcp = pose[:3] + self.station.x5.tcp_offset * rot[:, 0]
-            rel = tcp - origin
-            if float(np.linalg.norm(rel - (rel @ d) * d)) > 0.04:
-                continue
             # Blocked fingers: the rate limiter keeps the command `rate_limit` below the measured opening.
             width = 2.0 * g.finger_from_value(min(1.0, value + g.rate_limit))
-            return arm, tcp, rot[:, 1], width
+            out.append((arm, tcp, rot[:, 1], width))
+        return out
+
+    def _measure_held(self, obs: Observation, text: str, min_score: float, allowed: list[str]) -> Located | None:
+        """An object between a holding gripper's pads that no lead camera measures (cut by the head image's border,
+        reaching into its own wrist camera's gripper part): a box centred between the pads, as wide as they are
+        apart, fitted to every camera's mask of it near the TCP. Cut masks count by their seen edges only (the
+        image border and the gripper's part of a wrist image say nothing). None when no camera sees it there."""
+        table_z = self.station.table.top_z
+        for arm, tcp, axis, width in self._holding(obs):
+            views: list[View] = []
+            used: list[str] = []
+            for name in allowed:
+                cam = self.camera(obs, name)
+                uv, dist = cam.project(tcp)
+                if not (float(dist) > 0.02 and bool(cam.in_image(uv, margin=-0.5 * cam.intrinsics.width))):
+                    continue
+                found = self._instances(obs, name, text, min_score)
+                if isinstance(found, str) or not found:
+                    continue
+                near = cam.intrinsics.fx * 0.06 / float(dist)  # within 6 cm of the TCP
+                best: tuple[float, np.ndarray] | None = None
+                for inst in found:
+                    m = np.asarray(inst.mask, dtype=bool)
+                    rows, cols = np.nonzero(m)
+                    gap = float(np.hypot(cols + 0.5 - uv[0], rows + 0.5 - uv[1]).min())
+                    if gap <= near and (best is None or gap < best[0]):
+                        best = (gap, m)
+                if best is None:
+                    continue
+                own = self.station.cameras[name].arm == arm
+                robot = self.robot_mask(obs, cam, float(dist) + 0.05, own_fingers=not own)
+                robot = cv2.dilate(robot.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+                v = hull_view(cam, mask_outline(best[1]), robot)
+                if v is not None:
+                    views.append(v)
+                    used.append(name)
+            if not views:
+                continue
+            fit = fit_held_box(views, tcp, axis, width, table_z)
+            if fit is None or fit.rms_px > self.config.fit_max_rms_px or fit.hidden_fraction > 0.75:
+                continue
+            # Model error of the held box (not quite centred, pads not quite parallel), and what one view cannot
+            # tell: from its own wrist camera alone the top's height comes from its apparent size.
+            extra = 0.002 if len(used) > 1 else 0.004
+            sig_xy = math.hypot(fit.sigma_xy, extra, fit.hidden_fraction * max(fit.length, fit.width) / 2)
+            sig_top = math.hypot(fit.sigma_top, extra, fit.hidden_fraction * (fit.top - fit.bottom))
+            floor_xy, floor_z = self.config.uncertainty_floor_m["fit"]
+            sig_xy, sig_top = max(sig_xy, floor_xy), max(sig_top, floor_z)
+            top = np.array([fit.centre[0], fit.centre[1], fit.top])
+            offset = [round(float(v), 4) for v in top - tcp]
+            reason = (
+                f"held by the {arm} gripper: no camera sees all of it (cut by an image border or by the gripper "
+                f"in its own wrist camera); box fitted to what {', '.join(used)} see of it (rms {fit.rms_px:.1f} px), "
+                f"assumed centred between the pads and as wide as they are apart ({1000 * width:.0f} mm); "
+                f"between the {arm} gripper's fingers: tcp_offset is its top centre minus that TCP"
+            )
+            return Located(
+                found=True,
+                text=text,
+                xyz=[round(float(v), 4) for v in top],
+                footprint=[round(fit.length, 4), round(fit.width, 4)],
+                heading=round(fit.heading, 4),
+                height=round(fit.top - table_z, 4),
+                score=0.0,
+                cameras=used,
+                method="head+wrist" if HEAD in used else "wrist",
+                instances=1,
+                reason=reason,
+                step=obs.step,
+                uncertainty_xy_m=round(sig_xy, 4),
+                uncertainty_z_m=round(sig_top, 4),
+                outline=[],
+                held_by=arm,
+                tcp_offset=offset,
+            )
         return None
 
     def _held(self, obs: Observation, top: FloatArray, height: float) -> tuple[str, list[float]]:
@@ -485,7 +570,7 @@ class Perception:
             own = holder is None or self.station.cameras[name].arm != holder[0]
             robot = self.robot_mask(obs, cams[name], float(dist) + 0.05, own_fingers=own)
             robot = cv2.dilate(robot.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
-            v = hull_view(cams[name], mask_outline(m), robot)
+            v = hull_view(cams[name], mask_outline(m), robot, mask=m)
             if v is not None:
                 views.append(v)
                 rays[name] = mask_ray(cams[name], m)
@@ -511,6 +596,9 @@ class Perception:
             fit = fit_solid(views, starts, est.heading, (est.length, est.width), table_z)
         if fit is None or fit.rms_px > self.config.fit_max_rms_px or (fit.hidden_fraction > 0.5 and holder is None):
             return None
+        neck = fit_neck(views, fit) if holder is None else None
+        if neck is not None:
+            fit = neck[0]
         support = fit.bottom - table_z
         rests = ("rests on the table" if support < 0.004 else
                  f"rests on something {1000 * support:.0f} mm above the table (another object or a gripper)")
@@ -518,6 +606,9 @@ class Perception:
             rests = (f"held by the {holder[0]} gripper (assumed centred between its pads, as wide as they are apart: "
                      f"{1000 * holder[3]:.0f} mm)")
         notes = [f"{fit.shape} fitted to the masks of {', '.join(masks)} (rms {fit.rms_px:.1f} px): {rests}"]
+        if neck is not None:
+            notes.append(f"a narrower part stands on it (a neck, a knob: {2000 * neck[1]:.0f} mm wide, fitted as a "
+                         f"cylinder): the top is its top")
         sig_xy, sig_top = fit.sigma_xy, fit.sigma_top
         if fit.rms_px > 0.8:
             # Silhouettes the solid does not explain (a neck, a handle, a dome): the top is less sure.
@@ -525,14 +616,16 @@ class Perception:
             mismatch = (fit.rms_px - 0.5) * (fit.top - fit.bottom)
             sig_top = math.hypot(sig_top, 0.3 * mismatch)
             sig_xy = math.hypot(sig_xy, 0.1 * mismatch + 0.1 * (fit.rms_px - 0.5) * max(fit.length, fit.width))
-        # (Fits over 0.8 px already carry the mismatch below; a fit with a handle left out is explained.)
-        round_ish = fit.shape == "cylinder" and 0.5 < fit.rms_px <= 0.8 and not fit.left_out and holder is None
+        # (Fits over 0.8 px already carry the mismatch above. A neck or a knob on a round body, a dome, may stand
+        # where no view from the side sees it: a bottle's neck under the looking gripper in the head image.)
+        round_ish = fit.shape == "cylinder" and fit.rms_px <= 0.8 and holder is None and neck is None
         hidden_top = self._top_hidden(views, fit) if round_ish else []
         if hidden_top:
             # No view from the side sees the top of a body that is not quite a cylinder: only the steep views place
             # it, assuming straight sides (a dome, a knob on top would be missed).
             notes.append("its top is hidden by an arm in " + ", ".join(hidden_top)
-                         + ": the height assumes straight sides as seen from above, uncertainty raised")
+                         + ": the height assumes straight sides as seen from above (a neck, a knob or a dome on top "
+                         "would be missed: look from the side to see it), uncertainty raised")
             sig_top = math.hypot(sig_top, fit.top - fit.bottom)
         if fit.left_out:
             notes.append(f"{100 * fit.left_out:.0f}% of its outline sticks out of the {fit.shape} (a handle, a spout?) "

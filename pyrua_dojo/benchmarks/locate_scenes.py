@@ -237,12 +237,14 @@ def pickup_layouts(station: Station, seed: int, count: int, categories: tuple[st
     return out
 
 
-def shots(env: TwinEnv, station: Station, scenario: str, seed: int, count: int) -> Iterator[Shot]:
+def shots(
+    env: TwinEnv, station: Station, scenario: str, seed: int, count: int, categories: tuple[str, ...] | None = None
+) -> Iterator[Shot]:
     """`count` shots of a scenario on layouts of `seed` (unstable layouts and scenes that could not be built are
-    skipped; general_pickup scenes go on to the next seeds for their targets)."""
+    skipped; general_pickup scenes go on to the next seeds for their targets, of `categories` when given)."""
     task, build = SCENARIOS[scenario]
     if task == "general_pickup":
-        ids = pickup_layouts(station, seed, count, ("cup",) if scenario.startswith("cup") else ROUND)
+        ids = pickup_layouts(station, seed, count, categories or (("cup",) if scenario.startswith("cup") else ROUND))
     else:
         ids = [(seed, lid) for lid in range(count)]
     for s, lid in ids:
