@@ -11,29 +11,13 @@ Cameras are posed from RoboDojo's camera matrices when the station sends them, o
   it. This measures stacked, held and partly hidden objects and cups by their rims; an object near the TCP of a
   gripper closed on something, pointing down, is fitted as a box centred between its pads (as wide as they are
   apart: `fit_held_box`), since the fingers hide too much of it for the free fit. When it does not explain the
-  masks (under 2 views, rms over 3 px, or half its outline unexplained), the table-plane methods below follow.
+  masks (under 2 views, rms over 3 px, or half its outline unexplained), the table-plane methods below follow
+  (`primitives.mask_geometry`).
   Every result carries a one-sigma uncertainty: the fit's own (Jacobian, hidden share, model mismatch) or a
   per-method floor measured by `pyrua-dojo bench locate`.
 
-- "depth": the mask's depth pixels are back-projected; table and background points are dropped; the top is a
-  high percentile of z, the top centre the centre of the top-surface points, the footprint the minimum-area
-  rectangle of all points.
-- "head+wrist" (no depth): every camera that sees the object contributes the *near* boundary of its mask cast
-  onto the table plane: seen from a camera above, the silhouette's side toward the camera's foot point is the
-  object's bottom edge, which lies on the table (exact for upright prisms; parts hidden behind a finger or
-  another object are recognised as dents in the convex cast and dropped). The height comes from the
-  silhouette's two sides: a vertical edge (box corner, cylinder side) casts as a radial segment whose top is
-  k = H / (H - h) times as far from the camera's foot as its bottom (H: camera above the table), which the
-  wrist camera placed by `look_at` resolves to about half a millimetre; both sides must agree. Where they do
-  not (rounded objects), the far boundary (the top's far edge, cast k times as far as the footprint's far
-  edge) against the footprint gives it. Estimates are weighted by their pixel footprints. The footprint's
-  hidden back is closed by the symmetric prior below unless the cameras see the object from sides more than
-  100 deg apart. Why not a plane sweep: the overlap of two projected masks is flat over the object's height
-  range for cameras on one side, and triangulating the shared far edge is ill-conditioned for the look_at
-  geometry (the epipolar lines run along that edge).
-- "head" (one camera, no depth): the same near boundary, closed by a symmetric-footprint prior (the hidden half
-  is the visible half mirrored through the midpoint of the two tangent points; a straight near edge, one face
-  seen, is taken as a square's), and the height as above.
+- "depth", "head+wrist", "head": the table-plane methods of `primitives.mask_geometry` (depth pixels
+  back-projected; mask outlines cast on the table plane).
 """
 
 from __future__ import annotations
@@ -50,10 +34,20 @@ from calibration import CAMERAS, Camera, Station
 from calibration.transforms import FloatArray, quat_to_matrix
 from primitives.actions import Observation
 from primitives.kinematics import X5Kinematics
+from primitives.mask_geometry import (
+    Estimate,
+    closest_point,
+    depth_estimate,
+    mask_outline,
+    mask_ray,
+    outline_estimate,
+    rect_sides,
+    table_profile,
+)
 from primitives.results import CameraMeta, Located
 from primitives.seg_contract import Instance
 from primitives.seg_client import SegmentationClient
-from primitives.solid_fit import SolidFit, View, fit_held_box, fit_solid, hull_view
+from primitives.solid_fit import SolidFit, View, fit_held_box, fit_neck, fit_solid, hull_view
 
 HEAD = "cam_head"
 
@@ -87,35 +81,6 @@ class LocateConfig:
         "fit": (0.0015, 0.0015), "depth": (0.0015, 0.0015), "head+wrist": (0.003, 0.004), "wrist": (0.01, 0.03),
         "head": (0.005, 0.01),
     })
-
-
-@dataclass(frozen=True, eq=False)
-class _Profile:
-    """One camera's mask outline cast on the table plane, in polar coordinates around the camera's foot point."""
-
-    camera: str
-    foot: FloatArray  # (2,) the camera's foot point on the table plane
-    height: float  # camera above the table plane
-    theta: FloatArray  # (n,) angles of the farthest outline point per bin
-    near: FloatArray  # (m, 2) tangent point, nearest outline point per bin, tangent point (the bottom edge)
-    far_r: FloatArray  # (n,) farthest outline distance per bin (the top's far edge cast on the table)
-    near_sigma: FloatArray  # (m,) radial size of half a pixel at the near points, metres
-    far_sigma: FloatArray  # (n,) the same at the far points
-    hidden: int  # outline samples dropped as hidden behind something in front
-    sides: tuple[tuple[float, float, float, float], ...]  # per silhouette side: r bottom, r top, their errors
-
-
-@dataclass(frozen=True, eq=False)
-class _Estimate:
-    xy: FloatArray
-    height: float
-    length: float
-    width: float
-    heading: float
-    notes: str
-    sigma_xy: float = 0.0  # one standard error of the top centre's xy, metres (0: not estimated)
-    sigma_top: float = 0.0  # the same for the top height
-
 
 class Perception:
     """Measures the scene from an observation. Stateless apart from its configuration, clients and a cache of the
@@ -228,6 +193,9 @@ class Perception:
                     result = replace(result, reason="; ".join([result.reason, *reasons]).strip("; "))
                 return result
             reasons.append(result.reason)
+        held = self._measure_held(obs, text, min_score, allowed)
+        if held is not None:
+            return held
         return self._not_found(obs, text, order[0], "; ".join(reasons), 0)
 
     def locate_all(
@@ -328,10 +296,10 @@ class Perception:
         cam = self.camera(obs, primary)
         views: dict[str, np.ndarray] = {primary: mask}
         notes: list[str] = []
-        est: _Estimate | None = None
+        est: Estimate | None = None
         # A first estimate from the primary camera alone, to match the object in the other views.
         if primary in obs.depth:
-            est = _depth_estimate(self.config, [(cam, mask, obs.depth[primary])], table_z)
+            est = depth_estimate(self.config, [(cam, mask, obs.depth[primary])], table_z)
         if est is None:
             est = self._mask_estimate(obs, {primary: mask})
         if est is None:
@@ -348,7 +316,7 @@ class Perception:
         with_depth = [name for name in views if name in obs.depth]
         method = ""
         if with_depth:
-            d_est = _depth_estimate(
+            d_est = depth_estimate(
                 self.config, [(self.camera(obs, c), views[c], obs.depth[c]) for c in with_depth], table_z
             )
             if d_est is not None:
@@ -456,8 +424,18 @@ class Perception:
     ) -> tuple[str, FloatArray, FloatArray, float] | None:
         """The arm that seems to hold the object seen along `ray`: its gripper closed on something (value between
         0.03 and 0.9), pointing down, its TCP within 4 cm of the ray. (arm, TCP, closing axis, pad distance)."""
-        g = self.station.x5.gripper
         origin, d = ray
+        for arm, tcp, axis, width in self._holding(obs):
+            rel = tcp - origin
+            if float(np.linalg.norm(rel - (rel @ d) * d)) <= 0.04:
+                return arm, tcp, axis, width
+        return None
+
+    def _holding(self, obs: Observation) -> list[tuple[str, FloatArray, FloatArray, float]]:
+        """The arms whose gripper is closed on something (value between 0.03 and 0.9) and points down: (arm, TCP,
+        closing axis, pad distance)."""
+        g = self.station.x5.gripper
+        out = []
         for arm in self.station.arms:
             value = float(obs.gripper[arm])
             if not 0.03 < value < 0.9:
@@ -467,12 +445,84 @@ class Perception:
             if rot[2, 0] > -0.9:
                 continue  # not pointing down
             tcp = pose[:3] + self.station.x5.tcp_offset * rot[:, 0]
-            rel = tcp - origin
-            if float(np.linalg.norm(rel - (rel @ d) * d)) > 0.04:
-                continue
             # Blocked fingers: the rate limiter keeps the command `rate_limit` below the measured opening.
             width = 2.0 * g.finger_from_value(min(1.0, value + g.rate_limit))
-            return arm, tcp, rot[:, 1], width
+            out.append((arm, tcp, rot[:, 1], width))
+        return out
+
+    def _measure_held(self, obs: Observation, text: str, min_score: float, allowed: list[str]) -> Located | None:
+        """An object between a holding gripper's pads that no lead camera measures (cut by the head image's border,
+        reaching into its own wrist camera's gripper part): a box centred between the pads, as wide as they are
+        apart, fitted to every camera's mask of it near the TCP. Cut masks count by their seen edges only (the
+        image border and the gripper's part of a wrist image say nothing). None when no camera sees it there."""
+        table_z = self.station.table.top_z
+        for arm, tcp, axis, width in self._holding(obs):
+            views: list[View] = []
+            used: list[str] = []
+            for name in allowed:
+                cam = self.camera(obs, name)
+                uv, dist = cam.project(tcp)
+                if not (float(dist) > 0.02 and bool(cam.in_image(uv, margin=-0.5 * cam.intrinsics.width))):
+                    continue
+                found = self._instances(obs, name, text, min_score)
+                if isinstance(found, str) or not found:
+                    continue
+                near = cam.intrinsics.fx * 0.06 / float(dist)  # within 6 cm of the TCP
+                best: tuple[float, np.ndarray] | None = None
+                for inst in found:
+                    m = np.asarray(inst.mask, dtype=bool)
+                    rows, cols = np.nonzero(m)
+                    gap = float(np.hypot(cols + 0.5 - uv[0], rows + 0.5 - uv[1]).min())
+                    if gap <= near and (best is None or gap < best[0]):
+                        best = (gap, m)
+                if best is None:
+                    continue
+                own = self.station.cameras[name].arm == arm
+                robot = self.robot_mask(obs, cam, float(dist) + 0.05, own_fingers=not own)
+                robot = cv2.dilate(robot.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+                v = hull_view(cam, mask_outline(best[1]), robot)
+                if v is not None:
+                    views.append(v)
+                    used.append(name)
+            if not views:
+                continue
+            fit = fit_held_box(views, tcp, axis, width, table_z)
+            if fit is None or fit.rms_px > self.config.fit_max_rms_px or fit.hidden_fraction > 0.75:
+                continue
+            # Model error of the held box (not quite centred, pads not quite parallel), and what one view cannot
+            # tell: from its own wrist camera alone the top's height comes from its apparent size.
+            extra = 0.002 if len(used) > 1 else 0.004
+            sig_xy = math.hypot(fit.sigma_xy, extra, fit.hidden_fraction * max(fit.length, fit.width) / 2)
+            sig_top = math.hypot(fit.sigma_top, extra, fit.hidden_fraction * (fit.top - fit.bottom))
+            floor_xy, floor_z = self.config.uncertainty_floor_m["fit"]
+            sig_xy, sig_top = max(sig_xy, floor_xy), max(sig_top, floor_z)
+            top = np.array([fit.centre[0], fit.centre[1], fit.top])
+            offset = [round(float(v), 4) for v in top - tcp]
+            reason = (
+                f"held by the {arm} gripper: no camera sees all of it (cut by an image border or by the gripper "
+                f"in its own wrist camera); box fitted to what {', '.join(used)} see of it (rms {fit.rms_px:.1f} px), "
+                f"assumed centred between the pads and as wide as they are apart ({1000 * width:.0f} mm); "
+                f"between the {arm} gripper's fingers: tcp_offset is its top centre minus that TCP"
+            )
+            return Located(
+                found=True,
+                text=text,
+                xyz=[round(float(v), 4) for v in top],
+                footprint=[round(fit.length, 4), round(fit.width, 4)],
+                heading=round(fit.heading, 4),
+                height=round(fit.top - table_z, 4),
+                score=0.0,
+                cameras=used,
+                method="head+wrist" if HEAD in used else "wrist",
+                instances=1,
+                reason=reason,
+                step=obs.step,
+                uncertainty_xy_m=round(sig_xy, 4),
+                uncertainty_z_m=round(sig_top, 4),
+                outline=[],
+                held_by=arm,
+                tcp_offset=offset,
+            )
         return None
 
     def _held(self, obs: Observation, top: FloatArray, height: float) -> tuple[str, list[float]]:
@@ -493,9 +543,9 @@ class Perception:
         min_score: float,
         primary: str,
         mask: np.ndarray,
-        est: _Estimate,
+        est: Estimate,
         allowed: list[str],
-    ) -> tuple[_Estimate, list[str], str, dict[str, np.ndarray]] | None:
+    ) -> tuple[Estimate, list[str], str, dict[str, np.ndarray]] | None:
         """Fit a box or cylinder on an unknown support to the masks of every camera that sees the object (see
         `primitives.solid_fit`); None when fewer than two cameras see it or the fit does not match the masks."""
         table_z = self.station.table.top_z
@@ -514,22 +564,22 @@ class Perception:
         views: list[View] = []
         hidden_in: list[str] = []
         guess = np.array([est.xy[0], est.xy[1], table_z + est.height / 2])
-        holder = self._holder(obs, _mask_ray(cams[primary], mask))
+        holder = self._holder(obs, mask_ray(cams[primary], mask))
         for name, m in masks.items():
             _, dist = cams[name].project(guess)
             # The holding gripper's own camera sees the held object between its pads, not behind them.
             own = holder is None or self.station.cameras[name].arm != holder[0]
             robot = self.robot_mask(obs, cams[name], float(dist) + 0.05, own_fingers=own)
             robot = cv2.dilate(robot.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
-            v = hull_view(cams[name], mask_outline(m), robot)
+            v = hull_view(cams[name], mask_outline(m), robot, mask=m)
             if v is not None:
                 views.append(v)
-                rays[name] = _mask_ray(cams[name], m)
+                rays[name] = mask_ray(cams[name], m)
                 if (cv2.dilate(m.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool) & robot).any():
                     hidden_in.append(name)
         if len(views) < 2:
             return None
-        centre = _closest_point(list(rays.values()))
+        centre = closest_point(list(rays.values()))
         fit = None
         if holder is not None:
             # Between a gripper's closed pads: a box centred there, as wide as the pads are apart.
@@ -547,6 +597,9 @@ class Perception:
             fit = fit_solid(views, starts, est.heading, (est.length, est.width), table_z)
         if fit is None or fit.rms_px > self.config.fit_max_rms_px or (fit.hidden_fraction > 0.5 and holder is None):
             return None
+        neck = fit_neck(views, fit) if holder is None else None
+        if neck is not None:
+            fit = neck[0]
         support = fit.bottom - table_z
         rests = ("rests on the table" if support < 0.004 else
                  f"rests on something {1000 * support:.0f} mm above the table (another object or a gripper)")
@@ -554,21 +607,28 @@ class Perception:
             rests = (f"held by the {holder[0]} gripper (assumed centred between its pads, as wide as they are apart: "
                      f"{1000 * holder[3]:.0f} mm)")
         notes = [f"{fit.shape} fitted to the masks of {', '.join(masks)} (rms {fit.rms_px:.1f} px): {rests}"]
+        if neck is not None:
+            notes.append(f"a narrower part stands on it (a neck, a knob: {2000 * neck[1]:.0f} mm wide, fitted as a "
+                         f"cylinder): the top is its top")
         sig_xy, sig_top = fit.sigma_xy, fit.sigma_top
-        if fit.rms_px > 0.8:
-            # Silhouettes the solid does not explain (a neck, a handle, a dome): the top is less sure.
-            notes.append(f"its shape is not quite a {fit.shape} (rms {fit.rms_px:.1f} px): top and centre less sure")
+        if fit.rms_px > 0.5:
+            # Silhouettes the solid does not explain (a neck, a handle, a dome, a cup's faceted wall): the top is less
+            # sure (a mug fitted at 0.7 px was 5 mm low); named from 0.8 px.
+            if fit.rms_px > 0.8:
+                notes.append(f"its shape is not quite a {fit.shape} (rms {fit.rms_px:.1f} px): top and centre less sure")
             mismatch = (fit.rms_px - 0.5) * (fit.top - fit.bottom)
             sig_top = math.hypot(sig_top, 0.3 * mismatch)
             sig_xy = math.hypot(sig_xy, 0.1 * mismatch + 0.1 * (fit.rms_px - 0.5) * max(fit.length, fit.width))
-        # (Fits over 0.8 px already carry the mismatch below; a fit with a handle left out is explained.)
-        round_ish = fit.shape == "cylinder" and 0.5 < fit.rms_px <= 0.8 and not fit.left_out and holder is None
+        # (Fits over 0.8 px already carry the mismatch above. A neck or a knob on a round body, a dome, may stand
+        # where no view from the side sees it: a bottle's neck under the looking gripper in the head image.)
+        round_ish = fit.shape == "cylinder" and fit.rms_px <= 0.8 and holder is None and neck is None
         hidden_top = self._top_hidden(views, fit) if round_ish else []
         if hidden_top:
             # No view from the side sees the top of a body that is not quite a cylinder: only the steep views place
             # it, assuming straight sides (a dome, a knob on top would be missed).
             notes.append("its top is hidden by an arm in " + ", ".join(hidden_top)
-                         + ": the height assumes straight sides as seen from above, uncertainty raised")
+                         + ": the height assumes straight sides as seen from above (a neck, a knob or a dome on top "
+                         "would be missed: look from the side to see it), uncertainty raised")
             sig_top = math.hypot(sig_top, fit.top - fit.bottom)
         if fit.left_out:
             notes.append(f"{100 * fit.left_out:.0f}% of its outline sticks out of the {fit.shape} (a handle, a spout?) "
@@ -586,7 +646,7 @@ class Perception:
             sig_xy, sig_top = math.hypot(sig_xy, 0.002), math.hypot(sig_top, 0.002)
         used = list(masks)
         method = "head+wrist" if HEAD in used else "wrist"
-        out = _Estimate(fit.centre, fit.top - table_z, fit.length, fit.width, fit.heading, "; ".join(notes),
+        out = Estimate(fit.centre, fit.top - table_z, fit.length, fit.width, fit.heading, "; ".join(notes),
                         sigma_xy=sig_xy, sigma_top=sig_top)
         return out, used, method, masks
 
@@ -622,7 +682,7 @@ class Perception:
         min_score: float,
     ) -> np.ndarray | None:
         """The instance in another camera nearest the lead camera's ray through the object (None when none is)."""
-        origin, direction = _mask_ray(lead, lead_mask)
+        origin, direction = mask_ray(lead, lead_mask)
         table_z = self.station.table.top_z
         if direction[2] >= 0:
             return None
@@ -695,7 +755,7 @@ class Perception:
         grown = cv2.dilate(mask.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
         return bool((grown & robot).any())
 
-    def _with_uncertainty(self, est: _Estimate, method: str) -> _Estimate:
+    def _with_uncertainty(self, est: Estimate, method: str) -> Estimate:
         """Floors of the stated uncertainty (what the bench measures as typical model errors); the outline methods
         get their method's floor, doubled when part of the object was hidden."""
         table = self.config.uncertainty_floor_m
@@ -708,7 +768,7 @@ class Perception:
             fx, fz = 2 * fx, 2 * fz
         return replace(est, sigma_xy=max(est.sigma_xy, fx), sigma_top=max(est.sigma_top, fz))
 
-    def _match(self, obs: Observation, cam_name: str, text: str, min_score: float, est: _Estimate) -> np.ndarray | str:
+    def _match(self, obs: Observation, cam_name: str, text: str, min_score: float, est: Estimate) -> np.ndarray | str:
         """The mask of the same object in another camera, or why it is not used ("" when simply not in view)."""
         cam = self.camera(obs, cam_name)
         table_z = self.station.table.top_z
@@ -746,8 +806,8 @@ class Perception:
         return best[1]
 
     def _top_face_footprint(
-        self, obs: Observation, views: dict[str, np.ndarray], est: _Estimate, notes: list[str]
-    ) -> _Estimate:
+        self, obs: Observation, views: dict[str, np.ndarray], est: Estimate, notes: list[str]
+    ) -> Estimate:
         """Footprint and heading from a steep wrist view: its mask outline cast on the plane of the object's top.
 
         Seen from high above (look_at), the top face dominates the silhouette, so its outline on that plane is the
@@ -775,7 +835,7 @@ class Perception:
         if len(pts) < 5:
             return est
         (cx, cy), (w, h), angle = cv2.minAreaRect(pts.astype(np.float32))
-        length, width, heading = _rect_sides(w, h, angle)
+        length, width, heading = rect_sides(w, h, angle)
         notes.append(f"footprint and heading from {name}'s view from above ({best[0]:.0f} deg)")
         # The outline's side toward the camera includes the side faces that show below the top: shift the centre
         # away from the camera by half of what they add (a box's near face, height h, adds h / tan(elevation)).
@@ -790,354 +850,13 @@ class Perception:
             return replace(est, xy=centre, length=length, width=width, heading=heading)
         return replace(est, length=length, width=width, heading=heading)
 
-    def _mask_estimate(self, obs: Observation, views: dict[str, np.ndarray]) -> _Estimate | None:
+    def _mask_estimate(self, obs: Observation, views: dict[str, np.ndarray]) -> Estimate | None:
         table_z = self.station.table.top_z
         profiles = []
         for name, mask in views.items():
-            p = _profile(self.config, self.camera(obs, name), mask, table_z)
+            p = table_profile(self.config, self.camera(obs, name), mask, table_z)
             if p is not None:
                 profiles.append(p)
         if not profiles:
             return None
-        return _outline_estimate(self.config, profiles)
-
-
-# ---------------------------------------------------------------------------------------------------- rays
-
-
-def _mask_ray(cam: Camera, mask: np.ndarray) -> tuple[FloatArray, FloatArray]:
-    """The camera's ray through the mask's centroid (origin, unit direction)."""
-    rows, cols = np.nonzero(mask)
-    origin, d = cam.pixel_rays(np.array([cols.mean() + 0.5, rows.mean() + 0.5]))
-    return origin, d
-
-
-def _closest_point(rays: Sequence[tuple[FloatArray, FloatArray]]) -> FloatArray | None:
-    """The point nearest to all rays in the least-squares sense (None when they are parallel)."""
-    a = np.zeros((3, 3))
-    b = np.zeros(3)
-    for o, d in rays:
-        p = np.eye(3) - np.outer(d, d)
-        a += p
-        b += p @ o
-    if np.linalg.cond(a) > 1e6:
-        return None
-    return np.linalg.solve(a, b)
-
-
-# ---------------------------------------------------------------------------------------------------- depth
-
-
-def _depth_estimate(
-    cfg: LocateConfig, views: Sequence[tuple[Camera, np.ndarray, np.ndarray]], table_z: float
-) -> _Estimate | None:
-    """Top centre, footprint and height from the depth pixels of the masks (see the module docstring)."""
-    clouds = []
-    for cam, mask, depth in views:
-        rows, cols = np.nonzero(mask)
-        d = depth[rows, cols].astype(float)
-        ok = np.isfinite(d) & (d > 0)
-        if not ok.any():
-            continue
-        px = np.stack([cols[ok] + 0.5, rows[ok] + 0.5], axis=-1)
-        clouds.append(cam.deproject(px, d[ok]))
-    if not clouds:
-        return None
-    pts = np.concatenate(clouds)
-    pts = pts[pts[:, 2] > table_z + cfg.depth_table_margin_m]
-    if len(pts) < 4:
-        return None
-    pts = _largest_cluster(pts, cfg.depth_cell_m)
-    z = pts[:, 2]
-    top = float(np.percentile(z, cfg.depth_top_percentile))
-    height = top - table_z
-    band = max(cfg.depth_top_band_m, 0.1 * (top - float(z.min())))  # of the object's own extent (it may be lifted)
-    top_pts = pts[z >= top - band]
-    (cx, cy), (tw, th), _ = cv2.minAreaRect(top_pts[:, :2].astype(np.float32))
-    (fx, fy), (w, h), angle = cv2.minAreaRect(pts[:, :2].astype(np.float32))
-    length, width, heading = _rect_sides(w, h, angle)
-    note = f"{len(pts)} depth points"
-    seen_top = min(tw, th)
-    sigma = 0.0
-    if seen_top < 0.6 * width:
-        # Only a strip of the top is seen (fingers or a gripper over it): its centre may be off by the unseen part.
-        sigma = max(0.0015, (width - seen_top) / 2.0)
-        note += f"; only a {1000 * seen_top:.0f} mm strip of its {1000 * width:.0f} mm top seen: centre less sure"
-    return _Estimate(np.array([cx, cy]), height, length, width, heading, note, sigma_xy=sigma,
-                     sigma_top=0.0015 if sigma else 0.0)
-
-
-def _largest_cluster(pts: FloatArray, cell: float) -> FloatArray:
-    """The points of the largest 8-connected group of occupied xy grid cells (drops background bits)."""
-    lo = pts[:, :2].min(axis=0)
-    ij = np.floor((pts[:, :2] - lo) / cell).astype(int)
-    shape = ij.max(axis=0) + 1
-    if shape[0] * shape[1] > 4_000_000:
-        return pts
-    grid = np.zeros((int(shape[1]), int(shape[0])), np.uint8)
-    grid[ij[:, 1], ij[:, 0]] = 1
-    n, labels = cv2.connectedComponents(grid, connectivity=8)
-    if n <= 2:
-        return pts
-    lab = labels[ij[:, 1], ij[:, 0]]
-    counts = np.bincount(lab)
-    counts[0] = 0
-    return pts[lab == int(np.argmax(counts))]
-
-
-def _rect_sides(w: float, h: float, angle_deg: float) -> tuple[float, float, float]:
-    """OpenCV minAreaRect (w, h, angle) -> (length, width, heading of the long side in [0, pi))."""
-    a = math.radians(angle_deg)
-    if w >= h:
-        length, width, heading = w, h, a
-    else:
-        length, width, heading = h, w, a + math.pi / 2
-    return float(length), float(width), float(heading % math.pi)
-
-
-# ---------------------------------------------------------------------------------------------------- masks
-
-
-def mask_outline(mask: np.ndarray) -> FloatArray:
-    """Sub-pixel outline of a mask: (u, v) midpoints between 4-adjacent inside/outside pixel centres, (n, 2).
-
-    For a mask rendered by point sampling at pixel centres the true edge lies between such a pair, so the
-    midpoint is an unbiased estimate of where the outline crosses that pixel pair.
-    """
-    m = np.asarray(mask, dtype=bool)
-    r, c = np.nonzero(m[:, :-1] != m[:, 1:])
-    horiz = np.stack([c + 1.0, r + 0.5], axis=-1)
-    r, c = np.nonzero(m[:-1, :] != m[1:, :])
-    vert = np.stack([c + 0.5, r + 1.0], axis=-1)
-    return np.concatenate([horiz, vert]).astype(float)
-
-
-def _profile(cfg: LocateConfig, cam: Camera, mask: np.ndarray, table_z: float) -> _Profile | None:
-    """Cast a mask's outline on the table and bin it by angle around the camera's foot point."""
-    height = float(cam.position[2] - table_z)
-    if height <= 0.02:
-        return None
-    uv = mask_outline(mask)
-    if len(uv) < 8:
-        return None
-    pts = cam.intersect_plane_z(uv, table_z)
-    ok = np.all(np.isfinite(pts), axis=1)
-    pts, uv = pts[ok, :2], uv[ok]
-    if len(pts) < 8:
-        return None
-    foot = cam.position[:2].astype(float)
-    rel = pts - foot
-    r = np.hypot(rel[:, 0], rel[:, 1])
-    ang = np.arctan2(rel[:, 1], rel[:, 0])
-    mid = math.atan2(float(np.mean(np.sin(ang))), float(np.mean(np.cos(ang))))
-    ang = (ang - mid + math.pi) % (2 * math.pi) - math.pi
-    lo, hi = float(ang.min()), float(ang.max())
-    # About three pixel columns per bin, so that every bin holds a sample of the near edge.
-    cols = np.nonzero(np.asarray(mask, dtype=bool).any(axis=0))[0]
-    n_bins = max(4, min(cfg.bins, int(cols[-1] - cols[0] + 1) // 3))
-    edges = np.linspace(lo, hi + 1e-12, n_bins + 1)
-    idx = np.clip(np.searchsorted(edges, ang, side="right") - 1, 0, n_bins - 1)
-    # Radial size of half a pixel at distance r on the table: slant^2 / (H f) / 2.
-    f = cam.intrinsics.fx
-    half_px = (height**2 + r**2) / (height * f) / 2.0
-    theta, near, far_r, s_near, s_far = [], [], [], [], []
-    # The tangent points: the nearest outline points within a pixel of either angular end (a vertical edge at
-    # the silhouette's side casts radially, so its nearest point is the bottom corner).
-    tol = 2.0 * half_px / np.maximum(r, 1e-6)
-    ends = [np.nonzero(ang <= lo + tol)[0], np.nonzero(ang >= hi - tol)[0]]
-    first, last = (sel[int(np.argmin(r[sel]))] for sel in ends)
-    for b in range(n_bins):
-        sel = np.nonzero(idx == b)[0]
-        if len(sel) < cfg.min_bin_points:
-            continue
-        i_near = sel[int(np.argmin(r[sel]))]
-        i_far = sel[int(np.argmax(r[sel]))]
-        theta.append(float(ang[i_far]) + mid)
-        near.append(pts[i_near])
-        far_r.append(float(r[i_far]))
-        s_near.append(float(half_px[i_near]))
-        s_far.append(float(half_px[i_far]))
-    # Along the near edge the nearest sample sits up to a pixel inside the corner; the silhouette's side (a
-    # vertical edge casts along a ray from the foot point) gives the corner's angle exactly.
-    # The silhouette's sides: a vertical edge (box corner, cylinder side) casts as a radial segment from its
-    # bottom (nearest) to its top (farthest) point, k = H / (H - h) times as far: a height measurement.
-    sides = []
-    for sel in ends:
-        i_top = sel[int(np.argmax(r[sel]))]
-        i_bot = sel[int(np.argmin(r[sel]))]
-        sides.append((float(r[i_bot]), float(r[i_top]), float(half_px[i_bot]), float(half_px[i_top])))
-    t_first = foot + r[first] * np.array([math.cos(lo + mid), math.sin(lo + mid)])
-    t_last = foot + r[last] * np.array([math.cos(hi + mid), math.sin(hi + mid)])
-    near_pts = np.array([t_first, *near, t_last])
-    near_sig = np.array([half_px[first], *s_near, half_px[last]])
-    far_pts = foot + np.array(far_r)[:, None] * np.stack([np.cos(theta), np.sin(theta)], axis=-1)
-    # A convex object casts a convex region; outline points well inside its hull are where something in front
-    # hides part of the object (a finger, another object), so they say nothing about the object's edges.
-    hull = cv2.convexHull(pts.astype(np.float32))
-    keep_near = _on_hull(hull, near_pts, 2.0 * near_sig + 0.001)
-    keep_far = _on_hull(hull, far_pts, 2.0 * np.array(s_far) + 0.001)
-    if keep_near.sum() < 3 or keep_far.sum() < 2:
-        return None
-    return _Profile(
-        cam.name,
-        foot,
-        height,
-        np.array(theta)[keep_far],
-        near_pts[keep_near],
-        np.array(far_r)[keep_far],
-        near_sig[keep_near],
-        np.array(s_far)[keep_far],
-        int(len(keep_near) - keep_near.sum() + len(keep_far) - keep_far.sum()),
-        tuple(sides),
-    )
-
-
-def _on_hull(hull: np.ndarray, pts: FloatArray, tol: FloatArray) -> np.ndarray:
-    """Which points lie within `tol` of the boundary of a convex polygon (or outside it)."""
-    inside = np.array([cv2.pointPolygonTest(hull, (float(x), float(y)), True) for x, y in pts])
-    return inside <= tol
-
-
-def _outline_estimate(cfg: LocateConfig, profiles: Sequence[_Profile]) -> _Estimate | None:
-    """Footprint from the near boundaries (closed by the symmetric prior when needed), height from the far ones."""
-    pts = np.concatenate([p.near for p in profiles])
-    sig = np.concatenate([p.near_sigma for p in profiles])
-    notes = []
-    if len(profiles) == 1 or not _surrounds(profiles, pts):
-        best = max(profiles, key=lambda p: len(p.theta))
-        extra, extra_sig, note = _symmetric_closure(cfg, best)
-        pts = np.concatenate([pts, extra])
-        sig = np.concatenate([sig, extra_sig])
-        notes.append(note)
-    rect = cv2.minAreaRect(pts.astype(np.float32))
-    (cx, cy), (w, h), angle = rect
-    length, width, heading = _rect_sides(w, h, angle)
-    hull = cv2.convexHull(pts.astype(np.float32)).reshape(-1, 2).astype(float)
-    hs, ws = [], []
-    for p in profiles:
-        for th, far_r, s_far in zip(p.theta, p.far_r, p.far_sigma):
-            r_far = _ray_exit(hull, p.foot, th)
-            if r_far is None or far_r <= r_far:
-                continue
-            h = p.height * (1.0 - r_far / far_r)
-            # Which footprint point sets r_far: its own half-pixel error counts too.
-            q = p.foot + r_far * np.array([math.cos(th), math.sin(th)])
-            s_src = float(sig[int(np.argmin(np.hypot(*(pts - q).T)))])
-            dh_dR = p.height * r_far / far_r**2
-            dh_dr = p.height / far_r
-            var = (dh_dR * s_far) ** 2 + (dh_dr * s_src) ** 2
-            hs.append(h)
-            ws.append(1.0 / max(var, 1e-12))
-    # Side edges: both sides of one camera must agree (a rounded object's sides are no vertical edges).
-    for p in profiles:
-        side_h = []
-        for r_bot, r_top, s_bot, s_top in p.sides:
-            if r_top <= r_bot:
-                break
-            h = p.height * (1.0 - r_bot / r_top)
-            var = (p.height * r_bot / r_top**2 * s_top) ** 2 + (p.height / r_top * s_bot) ** 2
-            side_h.append((h, var))
-        if len(side_h) == 2 and min(h for h, _ in side_h) > 0.004:
-            (h1, v1), (h2, v2) = side_h
-            if abs(h1 - h2) <= max(3.0 * math.sqrt(v1 + v2), 0.1 * max(h1, h2)):
-                hs += [h1, h2]
-                ws += [1.0 / max(v1, 1e-12) * len(p.theta) / 2, 1.0 / max(v2, 1e-12) * len(p.theta) / 2]
-    if not hs:
-        return None
-    height = _weighted_median(np.array(hs), np.array(ws))
-    notes.insert(0, "from the mask outlines of " + ", ".join(p.camera for p in profiles)
-                 + ", assuming it stands on the table (if it rests on something, look_at it with a wrist camera)")
-    hidden = [p.camera for p in profiles if p.hidden >= 4]  # a few samples off the hull are pixel noise
-    if hidden:
-        notes.append("partly hidden by something in front in " + ", ".join(hidden)
-                     + ": the hidden part is guessed, uncertainty raised")
-    return _Estimate(np.array([cx, cy]), max(0.0, height), length, width, heading, "; ".join(notes))
-
-
-def _surrounds(profiles: Sequence[_Profile], pts: FloatArray) -> bool:
-    """Whether the cameras see the object from sides far enough apart to close its footprint (> 100 deg)."""
-    c = pts.mean(axis=0)
-    dirs = [math.atan2(*(p.foot - c)[::-1]) for p in profiles]
-    spread = 0.0
-    for a in dirs:
-        for b in dirs:
-            spread = max(spread, abs((a - b + math.pi) % (2 * math.pi) - math.pi))
-    return spread > math.radians(100.0)
-
-
-def _symmetric_closure(cfg: LocateConfig, p: _Profile) -> tuple[FloatArray, FloatArray, str]:
-    """The hidden far half of the footprint under the symmetric-footprint prior (points and their errors)."""
-    t1, t2 = p.near[0], p.near[-1]
-    chord = t2 - t1
-    length = float(np.hypot(*chord))
-    if length < 1e-6:
-        return p.near.copy(), p.near_sigma.copy(), "symmetric-footprint prior"
-    circle = _fit_circle(p.near)
-    if circle is not None:
-        centre, radius, rms = circle
-        if rms < max(0.0008, 0.03 * radius) and abs(radius - length / 2) < 0.25 * radius:
-            # A round footprint (its near boundary is an arc): its centre is the arc's, exactly; the tangent
-            # points' midpoint would sit radius^2 / D nearer the camera.
-            angles = np.linspace(0.0, 2.0 * math.pi, 36, endpoint=False)
-            ring = centre + radius * np.stack([np.cos(angles), np.sin(angles)], axis=-1)
-            s = float(np.max(p.near_sigma)) + cfg.prior_error_m
-            return ring, np.full(len(ring), s), "round footprint: the visible arc's circle (symmetric-footprint prior)"
-    normal = np.array([-chord[1], chord[0]]) / length
-    mid = (t1 + t2) / 2.0
-    if float(np.dot(mid - p.foot, normal)) < 0:
-        normal = -normal  # pointing away from the camera
-    sagitta = float(np.max(np.abs((p.near - t1) @ normal)))
-    if sagitta < cfg.straight_ratio * length:
-        extra = np.array([t1 + normal * length, t2 + normal * length])
-        s = float(np.max(p.near_sigma)) + cfg.prior_error_m
-        return extra, np.array([s, s]), "one face seen: assumed as deep as it is wide (square-footprint prior)"
-    return (
-        2.0 * mid - p.near,
-        p.near_sigma + cfg.prior_error_m,
-        "hidden half assumed symmetric to the visible one through the tangent points' midpoint "
-        "(symmetric-footprint prior)",
-    )
-
-
-def _fit_circle(pts: FloatArray) -> tuple[FloatArray, float, float] | None:
-    """Least-squares circle through points (centre, radius, rms distance), None when degenerate."""
-    if len(pts) < 5:
-        return None
-    c0 = pts.mean(axis=0)
-    q = pts - c0
-    a = np.column_stack([2.0 * q, np.ones(len(q))])
-    b = (q**2).sum(axis=1)
-    sol, *_ = np.linalg.lstsq(a, b, rcond=None)
-    centre = sol[:2]
-    r2 = float(sol[2] + centre @ centre)
-    if r2 <= 0:
-        return None
-    radius = math.sqrt(r2)
-    rms = float(np.sqrt(np.mean((np.hypot(*(q - centre).T) - radius) ** 2)))
-    return centre + c0, radius, rms
-
-
-def _ray_exit(hull: FloatArray, origin: FloatArray, theta: float) -> float | None:
-    """Distance from `origin` along direction theta to where the ray leaves a convex polygon (None: misses)."""
-    d = np.array([math.cos(theta), math.sin(theta)])
-    best = None
-    n = len(hull)
-    for i in range(n):
-        a, b = hull[i], hull[(i + 1) % n]
-        e = b - a
-        den = d[0] * (-e[1]) - d[1] * (-e[0])
-        if abs(den) < 1e-15:
-            continue
-        rhs = a - origin
-        t = (rhs[0] * (-e[1]) - rhs[1] * (-e[0])) / den
-        s = (d[0] * rhs[1] - d[1] * rhs[0]) / den
-        if -1e-9 <= s <= 1 + 1e-9 and t > 0 and (best is None or t > best):
-            best = float(t)
-    return best
-
-
-def _weighted_median(values: FloatArray, weights: FloatArray) -> float:
-    order = np.argsort(values)
-    v, w = values[order], weights[order]
-    c = np.cumsum(w)
-    return float(v[int(np.searchsorted(c, 0.5 * c[-1]))])
+        return outline_estimate(self.config, profiles)

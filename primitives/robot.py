@@ -405,11 +405,13 @@ class Robo:
         Uses the head camera, plus any wrist camera that also sees the object, or depth when the station sends
         it. Returns its top centre, footprint, heading and height; `method` says how it was measured: "depth";
         "head+wrist" (a wrist camera saw it too: look_at(arm, xyz) first): a box or cylinder fitted to every
-        view, resting wherever it rests (on the table, another object, in a gripper), a cup by its rim; "head"
-        (head camera alone: assumes it stands on the table and its hidden back half mirrors the front).
-        `reason` names the assumption, the support and what was hidden; uncertainty_xy_m / uncertainty_z_m: the
-        true error is within twice them 9 times in 10. `cameras` restricts which cameras to use. found=False with
-        a reason when nothing usable is seen (no match, segmentation down, object cut by the image border).
+        view, resting wherever it rests (on the table, another object, in a gripper), a cup by its rim and body
+        (not its handle), a bottle to its neck; "head" (head camera alone: assumes it stands on the table and its
+        hidden back half mirrors the front). An object held in a gripper that no camera sees whole is measured
+        from the parts they see, centred between the pads. `reason` names the assumption, the support and what
+        was hidden; uncertainty_xy_m / uncertainty_z_m: the true error is within twice them 9 times in 10.
+        `cameras` restricts which cameras to use. found=False with a reason when nothing usable is seen (no
+        match, segmentation down, object cut by the image border).
         near=[x, y(, z)]: of several matching objects, the measured one nearest that point in xy (else the best
         match).
         """

@@ -38,16 +38,30 @@ CIRCLE = 24  # points per circle of the cylinder model
 SAMPLES = 48  # points along each outline
 TRIM_RMS_PX = 0.8  # a fit matching the masks worse than this is tried again without the points sticking out
 TRIM_PX = 1.0  # ... leaving out the mask outline points this far outside the fitted silhouette
+HANDLE_DENT = (3.0, 0.06)  # a dent in a mask's outline deeper than max(px, share of sqrt(area)) may bound a handle
+HANDLE_AREA = 0.3  # ... cut off when the part beyond the chord between the two deepest is under this share
+CONTAIN_SOFT_PX, CONTAIN_SLOPE = 2.0, 0.15  # round bodies: mask points beyond this pull with this share
+NECK_PX, NECK_POINTS = 2.0, 4  # mask points this far above a fitted cylinder, this many: try a neck on it
+NECK_MAX_ELEVATION_DEG = 60.0  # ... counted in views from the side only (lower than this above the object)
+NECK_MAX_RADIUS = 0.6  # ... at most this share of the body's radius and as tall as the body (a handle is no neck)
+NECK_GAIN = 0.7  # ... kept when it brings the robust cost to at most this share
 
 
 @dataclass(frozen=True)
 class View:
-    """One camera's view of the object: the camera and the convex hull of its mask's outline (pixels, (n, 2))."""
+    """One camera's view of the object: the camera and the convex hull of its mask's outline (pixels, (n, 2)).
+
+    With the mask itself (`hull_view(..., mask=)`), round bodies are fitted against the mask rather than its hull:
+    a mug's hull fills the gaps beside its handle, which lets a cylinder grow or shift into them unchecked."""
 
     camera: Camera
     hull: FloatArray
     occluded: np.ndarray | None = None  # (H, W) bool: pixels where something in front may hide the object
     outside: np.ndarray | None = None  # (H, W) float32: distance (px) outside the hull, 0 inside (for speed)
+    outline: FloatArray | None = None  # (m, 2) the mask's outer contour (pixel-edge polygon), holes filled
+    outside_mask: np.ndarray | None = None  # (H, W) float32: signed distance (px) to that contour, + outside
+    outline_full: FloatArray | None = None  # the same before a handle was cut off (`_cut_handle`): for a neck
+    outside_full: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -68,8 +82,11 @@ class SolidFit:
     left_out: float = 0.0  # share of the masks' outline points left out as a part the solid does not model
 
 
-def hull_view(camera: Camera, outline_uv: FloatArray, occluded: np.ndarray | None = None) -> View | None:
-    """A view from a mask's sub-pixel outline (None when too small to fit); `occluded` as in View."""
+def hull_view(
+    camera: Camera, outline_uv: FloatArray, occluded: np.ndarray | None = None, mask: np.ndarray | None = None
+) -> View | None:
+    """A view from a mask's sub-pixel outline (None when too small to fit); `occluded` as in View; `mask` (the
+    mask itself, (H, W) bool) adds its outer contour and distance map for the cylinder."""
     if len(outline_uv) < 6:
         return None
     hull = cv2.convexHull(outline_uv.astype(np.float32)).reshape(-1, 2).astype(float)
@@ -79,7 +96,65 @@ def hull_view(camera: Camera, outline_uv: FloatArray, occluded: np.ndarray | Non
     filled = np.ones((k.height, k.width), np.uint8)
     cv2.fillConvexPoly(filled, np.round((hull - 0.5) * 16).astype(np.int32), 0, shift=4)  # centres at +0.5
     outside = cv2.distanceTransform(filled, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
-    return View(camera, hull, occluded, outside)
+    if mask is None:
+        return View(camera, hull, occluded, outside)
+    outline, signed = _mask_shape(np.asarray(mask, bool), cut=True)
+    full, signed_full = _mask_shape(np.asarray(mask, bool), cut=False)
+    return View(camera, hull, occluded, outside, outline, signed, full, signed_full)
+
+
+def _mask_shape(mask: np.ndarray, cut: bool) -> tuple[FloatArray | None, np.ndarray | None]:
+    """The body of a mask for a round fit (its largest outer contour, holes filled, a handle cut off: `_cut_handle`)
+    as a polygon (vertices on pixel edges, centres at +0.5) and the signed distance to it (px, + outside, - inside;
+    0 on the edge between an inside and an outside pixel centre)."""
+    m = np.ascontiguousarray(mask, dtype=np.uint8)
+    contours, _ = cv2.findContours(m, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    if not contours:
+        return None, None
+    big = max(contours, key=cv2.contourArea)
+    if len(big) < 6:
+        return None, None
+    if cut:
+        big = _cut_handle(big)
+    solid = np.zeros(m.shape, np.uint8)
+    cv2.drawContours(solid, [big.astype(np.int32)], -1, 1, -1)
+    out = cv2.distanceTransform(1 - solid, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+    inside = cv2.distanceTransform(solid, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+    signed = np.where(solid > 0, 0.5 - inside, out - 0.5).astype(np.float32)
+    # Contour pixels' centres, moved half a pixel outward (away from the body's centre) approximate the edge.
+    pts = big.reshape(-1, 2).astype(float) + 0.5
+    centre = pts.mean(axis=0)
+    d = pts - centre
+    pts = pts + 0.5 * d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-9)
+    return pts, signed
+
+
+def _cut_handle(contour: np.ndarray) -> np.ndarray:
+    """A contour with a protruding part (a mug's handle) cut off along the chord between the two deepest dents of
+    its outline (convexity defects deeper than `HANDLE_DENT`), when the part cut off is the smaller one (under
+    `HANDLE_AREA` of the whole); else the contour as it is."""
+    c = contour.reshape(-1, 2)
+    area = float(cv2.contourArea(contour))
+    if area <= 0 or len(c) < 12:
+        return contour
+    try:
+        defects = cv2.convexityDefects(contour, cv2.convexHull(contour, returnPoints=False))
+    except cv2.error:  # a self-touching contour
+        return contour
+    if defects is None:
+        return contour
+    d = defects.reshape(-1, 4)
+    depth = d[:, 3] / 256.0
+    deep = np.nonzero(depth > max(HANDLE_DENT[0], HANDLE_DENT[1] * math.sqrt(area)))[0]
+    if len(deep) < 2:
+        return contour
+    i1, i2 = sorted(int(d[k, 2]) for k in deep[np.argsort(depth[deep])[-2:]])
+    inner, outer = c[i1 : i2 + 1], np.concatenate([c[i2:], c[: i1 + 1]])
+    a_in, a_out = (abs(float(cv2.contourArea(p.reshape(-1, 1, 2).astype(np.int32)))) for p in (inner, outer))
+    body, part = (inner, a_out) if a_in >= a_out else (outer, a_in)
+    if part > HANDLE_AREA * area or len(body) < 6:
+        return contour
+    return body.reshape(-1, 1, 2)
 
 
 def fit_solid(
@@ -94,18 +169,19 @@ def fit_solid(
 
     Every (shape, start) pair gets a short fit; the best one is refined.
     """
-    samples = [(_perimeter(v.hull, SAMPLES), v) for v in views]
+    by_shape = {shape: _samples(views, shape) for shape in shapes}
     trials = []
     for shape in shapes:
         for xy, s0, t0 in starts:
             x0, lo, hi = _start(shape, xy, s0, t0, heading, size, table_z)
-            r = _solve(shape, samples, x0, lo, hi, 25)
+            r = _solve(shape, by_shape[shape], x0, lo, hi, 25)
             if r is not None:
                 # A box has more free parameters than a round body: prefer the round fit unless 10 % worse.
                 trials.append((float(r.cost) * (1.0 if shape == "box" else 0.9), shape, r.x, lo, hi))
     if not trials:
         return None
     _, shape, x0, lo, hi = min(trials, key=lambda t: t[0])
+    samples = by_shape[shape]
     r = _solve(shape, samples, x0, lo, hi, 150)
     if r is None:
         return None
@@ -137,6 +213,61 @@ def fit_solid(
             return best
         best, x = replace(refit, left_out=dropped / sum(len(p) for p, _ in samples)), r2.x
     return best
+
+
+def fit_neck(views: Sequence[View], body: SolidFit) -> tuple[SolidFit, float] | None:
+    """A narrower coaxial cylinder standing on a fitted cylinder (a bottle's neck, a knob) when the masks stick out
+    above the body in a view from the side (over `NECK_PX`, not beside it): its radius and height fitted with the body fixed, the masks
+    compared with the union of the two silhouettes. Returns the body with its top raised to the neck's and the
+    neck's radius; None when nothing sticks out or the neck does not explain it."""
+    if body.shape != "cylinder":
+        return None
+    cx, cy = (float(v) for v in body.centre)
+    r, s, h = body.length / 2.0, body.bottom, body.top - body.bottom
+    xb = np.array([cx, cy, r, s, h])
+    samples = _samples(views, "cylinder", full=True)
+    above = 0
+    for pts, v in samples:
+        rel = np.array([cx, cy, s + h]) - v.camera.position
+        if -rel[2] / float(np.linalg.norm(rel)) > math.sin(math.radians(NECK_MAX_ELEVATION_DEG)):
+            continue  # seen from this steeply, a part sticking out away from the camera looks "above" it too
+        sil = _silhouette(xb, "cylinder", v.camera)
+        if sil is not None and len(sil) >= 3:
+            above += int(np.sum((_signed_distance(sil, pts) > NECK_PX) & ~_beside(xb, v.camera, pts)))
+    if above < NECK_POINTS:
+        return None
+
+    def res(y: FloatArray) -> FloatArray:
+        xn = np.array([cx, cy, y[0], s + h, y[1]])
+        out = []
+        for pts, v in samples:
+            sb, sn = _silhouette(xb, "cylinder", v.camera), _silhouette(xn, "cylinder", v.camera)
+            if sb is None or sn is None or len(sb) < 3 or len(sn) < 3:
+                out.append(np.full(len(pts) + SAMPLES, 50.0))
+                continue
+            d = np.minimum(_signed_distance(sb, pts), _signed_distance(sn, pts))
+            out.append(3.0 * np.maximum(d, 0.0))
+            sp = _perimeter(sn, SAMPLES)
+            out.append(np.where(_seen(v, sp), _outside(v, sp, "cylinder", full=True), 0.0))
+        return np.concatenate(out)
+
+    lo, hi = np.array([0.002, 0.002]), np.array([max(NECK_MAX_RADIUS * r, 0.0025), max(h, 0.0025)])
+    base = res(np.array([0.002, 0.002]))
+    try:
+        fit = least_squares(res, np.clip([0.4 * r, 0.3 * h], lo + 1e-6, hi - 1e-6), bounds=(lo, hi), loss="soft_l1",
+                            f_scale=1.0, diff_step=1e-4, max_nfev=100, ftol=1e-5, xtol=1e-5)
+    except ValueError:
+        return None
+    resid = res(fit.x)
+    if float(np.sum(np.sqrt(1 + resid**2) - 1)) > NECK_GAIN * float(np.sum(np.sqrt(1 + base**2) - 1)):
+        return None  # the neck explains too little of what sticks out
+    inliers = resid < 5.0
+    rms = float(np.sqrt(np.mean(resid[inliers] ** 2))) if inliers.any() else math.inf
+    j = np.asarray(fit.jac)[inliers]
+    cov = np.linalg.pinv(j.T @ j) * max(rms, 0.35) ** 2
+    sig_h = float(math.sqrt(max(cov[1, 1], 0.0)))
+    top = s + h + float(fit.x[1])
+    return replace(body, top=top, sigma_top=math.hypot(body.sigma_top, sig_h), rms_px=rms), float(fit.x[0])
 
 
 def fit_held_box(
@@ -192,6 +323,18 @@ def fit_held_box(
                     float(bottom + h), rms, sig_xy, sig_top, _hidden_fraction(x, "box", samples))
 
 
+def _samples(views: Sequence[View], shape: str, full: bool = False) -> list[tuple[FloatArray, View]]:
+    """Points along each view's mask to contain: a cylinder takes the mask's own contour where the view has it
+    (the hull's bridges beside a handle are no edge of the body; `full`: before a handle was cut off), a box the
+    hull."""
+    out = []
+    for v in views:
+        own = v.outline_full if full else v.outline
+        poly = own if shape == "cylinder" and own is not None else v.hull
+        out.append((_perimeter(poly, 2 * SAMPLES if poly is own else SAMPLES), v))
+    return out
+
+
 def _beside(x: FloatArray, cam: Camera, pts: FloatArray) -> np.ndarray:
     """Which outline points lie beside a fitted cylinder in this view (a handle) rather than above or below it
     along its projected axis. In views along the axis (from straight above) every point is beside it."""
@@ -208,7 +351,13 @@ def _beside(x: FloatArray, cam: Camera, pts: FloatArray) -> np.ndarray:
 
 
 def _start(
-    shape: str, xy: FloatArray, s0: float, t0: float, heading: float, size: tuple[float, float], table_z: float
+    shape: str,
+    xy: FloatArray,
+    s0: float,
+    t0: float,
+    heading: float,
+    size: tuple[float, float],
+    table_z: float,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     length, width = max(size[0], 0.01), max(size[1], 0.01)
     s0 = max(s0, table_z)
@@ -288,12 +437,16 @@ def _residuals(x: FloatArray, shape: str, samples: list[tuple[FloatArray, View]]
         if sil is None or len(sil) < 3:
             out.append(np.full(len(mask_pts) + SAMPLES, 50.0))
             continue
-        # Containment: the mask lies inside the silhouette.
-        out.append(3.0 * np.maximum(_signed_distance(sil, mask_pts), 0.0))
+        # Containment: the mask lies inside the silhouette. For a round body, mask points far outside it pull less
+        # (a handle or spout the outline cut could not remove: `_cut_handle` needs two dents).
+        d = np.maximum(_signed_distance(sil, mask_pts), 0.0)
+        if shape == "cylinder":
+            d = np.minimum(d, CONTAIN_SOFT_PX) + CONTAIN_SLOPE * np.maximum(d - CONTAIN_SOFT_PX, 0.0)
+        out.append(3.0 * d)
         # Tightness: the silhouette lies inside the mask (where it is seen and in the image).
         sil_pts = _perimeter(sil, SAMPLES)
         seen = _seen(view, sil_pts)
-        out.append(np.where(seen, _outside(view, sil_pts), 0.0))
+        out.append(np.where(seen, _outside(view, sil_pts, shape), 0.0))
     return np.concatenate(out)
 
 
@@ -308,16 +461,25 @@ def _seen(view: View, pts: FloatArray) -> np.ndarray:
     return ok
 
 
-def _outside(view: View, pts: FloatArray) -> FloatArray:
-    """How far points lie outside the view's mask hull (px; 0 inside), bilinear in the precomputed map."""
+def _outside(view: View, pts: FloatArray, shape: str = "box", full: bool = False) -> FloatArray:
+    """How far points lie outside the view's mask hull (px; 0 inside), bilinear in the precomputed map; for a
+    cylinder outside the mask itself where the view has it (`full`: before a handle was cut off)."""
+    if shape == "cylinder" and full and view.outside_full is not None:
+        return np.maximum(_bilinear(view.outside_full, pts), 0.0)
+    if shape == "cylinder" and view.outside_mask is not None:
+        return np.maximum(_bilinear(view.outside_mask, pts), 0.0)
     if view.outside is None:
         return np.maximum(_signed_distance(view.hull, pts), 0.0)
-    h, w = view.outside.shape
+    return _bilinear(view.outside, pts)
+
+
+def _bilinear(m: np.ndarray, pts: FloatArray) -> FloatArray:
+    """A per-pixel map sampled at image points (pixel centres at +0.5), bilinear."""
+    h, w = m.shape
     x = np.clip(pts[:, 0] - 0.5, 0.0, w - 1.001)
     y = np.clip(pts[:, 1] - 0.5, 0.0, h - 1.001)
     x0, y0 = x.astype(int), y.astype(int)
     fx, fy = x - x0, y - y0
-    m = view.outside
     top = m[y0, x0] * (1 - fx) + m[y0, x0 + 1] * fx
     bottom = m[y0 + 1, x0] * (1 - fx) + m[y0 + 1, x0 + 1] * fx
     return (top * (1 - fy) + bottom * fy).astype(float)
@@ -331,7 +493,7 @@ def _hidden_fraction(x: FloatArray, shape: str, samples: list[tuple[FloatArray, 
             continue
         pts = _perimeter(sil, SAMPLES)
         seen = _seen(view, pts)
-        off += int(np.sum(_outside(view, pts[seen]) > 3.0))
+        off += int(np.sum(_outside(view, pts[seen], shape) > 3.0))
         total += int(seen.sum())
     return off / total if total else 0.0
 

@@ -52,6 +52,10 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     loc.add_argument("--scenarios", type=int, default=5,
                      help="layouts per constructed scene (stacks, held, hidden, cups, round objects; 0: none)")
     loc.add_argument("--scenario-seed", type=int, default=4, help="seed of the constructed scenes' layouts")
+    loc.add_argument("--scenario-names", default=None,
+                     help="only these constructed scenes (comma-separated, e.g. 'cup upright,cup upside down')")
+    loc.add_argument("--scenario-noise", default="none", choices=[*SEG_NOISE_LEVELS, "dilate2", "erode2"],
+                     help="mask noise of the constructed scenes (default none: the oracle, which their targets assume)")
 
     def run_locate(args: argparse.Namespace) -> int:
         from pyrua_dojo.benchmarks.locate import main as bench_locate
@@ -62,7 +66,9 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
             return 2
         status = bench_locate(layouts=args.layouts, seed=args.seed, wrist_objects=args.wrist_objects, noise=args.noise,
                               station=args.station, calibrated=args.calibrate, sweep=args.sweep)
-        return max(status, bench_scenes(args.scenarios, args.scenario_seed)) if args.scenarios > 0 else status
+        names = [n.strip() for n in args.scenario_names.split(",")] if args.scenario_names else None
+        scenes = bench_scenes(args.scenarios, args.scenario_seed, names, args.scenario_noise) if args.scenarios > 0 else 0
+        return max(status, scenes)
 
     loc.set_defaults(func=run_locate)
 

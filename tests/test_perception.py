@@ -21,7 +21,8 @@ from pyrua_dojo.benchmarks.locate import run as bench_run  # noqa: E402
 from pyrua_dojo.benchmarks.locate import true_top, unique_prompt, without_depth  # noqa: E402
 from primitives.actions import Observation  # noqa: E402
 from primitives.kinematics import X5Kinematics  # noqa: E402
-from primitives.perception import Perception, mask_outline  # noqa: E402
+from primitives.mask_geometry import mask_outline  # noqa: E402
+from primitives.perception import Perception  # noqa: E402
 from primitives.robot import Robo  # noqa: E402
 from primitives.seg_client import SegmentationClient  # noqa: E402
 from pyrua_dojo.runtime.stepping import EnvBridge  # noqa: E402

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from calibration import Station, load_station
 from calibration.transforms import quat_to_matrix
-from pyrua_dojo.benchmarks.locate import unique_prompt, without_depth
+from pyrua_dojo.benchmarks.locate import NOISES, unique_prompt, without_depth
 from primitives.actions import Observation
 from primitives.kinematics import X5Kinematics
 from primitives.perception import Perception
@@ -224,10 +224,10 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
 
 def pickup_layouts(station: Station, seed: int, count: int, categories: tuple[str, ...]) -> list[tuple[int, int]]:
     """(seed, layout id) of general_pickup layouts whose target is of one of the categories: the first `count`,
-    going on to the next seeds (up to 4 more) when one has too few (a seed holds about one cup)."""
+    going on to the next seeds (up to 11 more) when one has too few (a seed holds about two cups)."""
     task = get_twin_task("general_pickup")
     out: list[tuple[int, int]] = []
-    for s in range(seed, seed + 5):
+    for s in range(seed, seed + 12):
         for lid in range(task.episodes_per_seed):
             target = next(o for o in task.layout(station, s, lid).objects if o.label == "target")
             if target.spec.category in categories:
@@ -237,12 +237,14 @@ def pickup_layouts(station: Station, seed: int, count: int, categories: tuple[st
     return out
 
 
-def shots(env: TwinEnv, station: Station, scenario: str, seed: int, count: int) -> Iterator[Shot]:
+def shots(
+    env: TwinEnv, station: Station, scenario: str, seed: int, count: int, categories: tuple[str, ...] | None = None
+) -> Iterator[Shot]:
     """`count` shots of a scenario on layouts of `seed` (unstable layouts and scenes that could not be built are
-    skipped; general_pickup scenes go on to the next seeds for their targets)."""
+    skipped; general_pickup scenes go on to the next seeds for their targets, of `categories` when given)."""
     task, build = SCENARIOS[scenario]
     if task == "general_pickup":
-        ids = pickup_layouts(station, seed, count, ("cup",) if scenario.startswith("cup") else ROUND)
+        ids = pickup_layouts(station, seed, count, categories or (("cup",) if scenario.startswith("cup") else ROUND))
     else:
         ids = [(seed, lid) for lid in range(count)]
     for s, lid in ids:
@@ -291,9 +293,13 @@ class ScenarioErrors:
         self.methods.append(loc.method)
 
 
-def run_scenarios(per_scenario: int = 5, seed: int = 4, names: Sequence[str] | None = None
+def run_scenarios(per_scenario: int = 5, seed: int = 4, names: Sequence[str] | None = None, noise: str = "none"
                   ) -> dict[tuple[str, str], ScenarioErrors]:
-    """Every scenario on `per_scenario` layouts of `seed`, with and without depth; keys (scenario, mode)."""
+    """Every scenario (or those named) on `per_scenario` layouts of `seed`, with and without depth; keys (scenario,
+    mode). `noise`: the twin's mask noise (a key of `NOISES`; "none" = the oracle, which the targets assume)."""
+    unknown = [n for n in names or () if n not in SCENARIOS]
+    if unknown or noise not in NOISES:
+        raise ValueError(f"unknown scenario {unknown} (use {list(SCENARIOS)}) or noise {noise!r} (use {list(NOISES)})")
     station = load_station()
     kin = X5Kinematics(station)
     out: dict[tuple[str, str], ScenarioErrors] = {}
@@ -303,7 +309,7 @@ def run_scenarios(per_scenario: int = 5, seed: int = 4, names: Sequence[str] | N
             for mode in TARGETS_MM:
                 out[(name, mode)] = ScenarioErrors()
             for shot in shots(env, station, name, seed, per_scenario):
-                server = serve_twin(env.truth(0).mask_oracle)
+                server = serve_twin(env.truth(0).mask_oracle, noise=NOISES[noise])
                 try:
                     per = Perception(station, kin, SegmentationClient(server.url, retries=0))
                     plain = Observation.from_robodojo(without_depth(shot.raw), shot.step)
@@ -316,10 +322,11 @@ def run_scenarios(per_scenario: int = 5, seed: int = 4, names: Sequence[str] | N
     return out
 
 
-def main(per_scenario: int = 5, seed: int = 4) -> int:
+def main(per_scenario: int = 5, seed: int = 4, names: Sequence[str] | None = None, noise: str = "none") -> int:
     """Print the scenario table; exit status 1 when a target is missed."""
-    results = run_scenarios(per_scenario, seed)
-    table = Table(title=f"locate in constructed scenes, {per_scenario} layouts each, seed {seed}; errors in mm "
+    results = run_scenarios(per_scenario, seed, names, noise)
+    table = Table(title=f"locate in constructed scenes, {per_scenario} layouts each, seed {seed}, mask noise {noise}; "
+                  "errors in mm "
                   "(top centre xy, top height); covered: true error within 2x the stated uncertainty")
     for col in ("scenario", "mode", "n", "missed", "methods", "xy median", "xy p95", "z median", "z p95", "covered",
                 "target"):
