@@ -19,6 +19,7 @@ from calibration.transforms import FloatArray, make_transform, quat_to_matrix, r
 from primitives.actions import Bridge, Observation
 from primitives.commands import CommandEngine
 from primitives.errors import CancelToken
+from primitives.fingertips import measure_fingertips
 from primitives.kinematics import X5Kinematics, tilted_rotation
 from primitives.motion import Limits, joint_path, line_path
 from primitives.perception import Perception
@@ -27,6 +28,7 @@ from primitives.results import (
     CameraMeta,
     CapturedImage,
     Descent,
+    Fingertips,
     Grip,
     Located,
     Motion,
@@ -462,6 +464,22 @@ class Robo:
                 result = replace(result, steps_used=result.steps_used + rose)
         self._log("look_at", {"arm": arm, "xyz": p.tolist(), "distance": distance, "speed": speed}, result, t0,
                   result.steps_used)
+        return result
+
+    def fingertips(self, arm: str) -> Fingertips:
+        """Where the arm's two fingertips show in its wrist camera's latest image, against the camera model.
+
+        Segments "gripper finger" there (no step spent); needs the fingers pointing down (within 40 deg).
+        tips_px / midpoint_px: the tip ends of the pads as seen; model_tips_px / model_midpoint_px: where the
+        model projects them; offset_px = midpoint_px - model_midpoint_px. shift_m = [dx, dy]: add it to
+        back_project(wrist cam, pixel, z=...) for a point near height z (the fingertips'; a few cm off it, still
+        most of the error) to get where that point really is relative to the TCP. found=False with a reason when
+        the fingers are not seen.
+        """
+        t0 = time.perf_counter()
+        self._check_arm(arm)
+        result = measure_fingertips(self._perception, self._obs, arm)
+        self._log("fingertips", {"arm": arm}, result, t0, 0)
         return result
 
     def back_project(self, camera: str, pixel: Sequence[float], *, z: float | None = None) -> list[float] | None:
