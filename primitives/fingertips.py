@@ -32,8 +32,10 @@ PAD_HALF = (0.025, 0.005, 0.012)
 MAX_TILT = math.radians(40.0)
 #: A seen pad's offset from its modelled place may be this large (px): 4 cm at the fingertips' distance and more.
 GATE_PX = 140.0
-#: The two pads' offsets must agree within this (px): they are one rigid camera error.
+#: The two pads' offsets across the closing line must agree within this (px) plus `AGREE_SHARE` of the pads'
+#: distance in the image (a camera turned about its axis moves them apart by that much): one rigid camera error.
 AGREE_PX = 12.0
+AGREE_SHARE = 0.12
 #: The tip region: the last quarter of the pad's silhouette along the tip's image direction.
 TIP_SHARE = 0.25
 
@@ -100,9 +102,11 @@ def measure_fingertips(perception: Perception, obs: Observation, arm: str, *, mi
     # across it the two offsets are one camera error and must agree.
     offsets = [t - mt for t, mt in zip(tips, model_tips)]
     closing_px = model_tips[1] - model_tips[0]
-    closing_px = closing_px / max(float(np.hypot(*closing_px)), 1e-9)
-    disagree = abs(float(np.cross(closing_px, offsets[0] - offsets[1])))
-    if disagree > AGREE_PX:
+    apart = float(np.hypot(*closing_px))
+    closing_px = closing_px / max(apart, 1e-9)
+    d = offsets[0] - offsets[1]
+    disagree = abs(float(closing_px[0] * d[1] - closing_px[1] * d[0]))
+    if disagree > AGREE_PX + AGREE_SHARE * apart:
         return fail(f"the two fingers seen are offset differently from the model ({disagree:.0f} px apart): "
                     "not this gripper's pair, or one is partly hidden")
     mid, model_mid = 0.5 * (tips[0] + tips[1]), 0.5 * (model_tips[0] + model_tips[1])
