@@ -14,22 +14,26 @@ world correction (`Fingertips.shift_m`): first order in the camera error, exact 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
 
 from calibration.transforms import FloatArray
 from primitives.actions import Observation
-from primitives.perception import Perception
 from primitives.results import Fingertips
+
+if TYPE_CHECKING:  # pragma: no cover (perception uses this module)
+    from primitives.perception import Perception
 
 #: What the fingers are called in the segmentation prompt.
 FINGER_PROMPT = "gripper finger"
 #: Half extents of a finger pad (m): along the approach axis (centred on the TCP), across the closing axis, and
 #: along the third axis (the twin's gripper design; prompts/notes.md states it).
 PAD_HALF = (0.025, 0.005, 0.012)
-#: Fingers pointing down within this angle of vertical (rad); beyond it the correction in xy is not measured.
-MAX_TILT = math.radians(40.0)
+#: Fingers within this angle of straight down (rad; look_at leans them more than 40 deg); beyond it the rays of the
+#: fingertips graze their height plane and the correction in xy is not measured.
+MAX_TILT = math.radians(75.0)
 #: A seen pad's offset from its modelled place may be this large (px): 4 cm at the fingertips' distance and more.
 GATE_PX = 140.0
 #: The two pads' offsets across the closing line must agree within this (px) plus `AGREE_SHARE` of the pads'

@@ -469,7 +469,7 @@ class Robo:
     def fingertips(self, arm: str) -> Fingertips:
         """Where the arm's two fingertips show in its wrist camera's latest image, against the camera model.
 
-        Segments "gripper finger" there (no step spent); needs the fingers pointing down (within 40 deg).
+        Segments "gripper finger" there (no step spent); needs the fingers within 75 deg of straight down.
         tips_px / midpoint_px: the tip ends of the pads as seen; model_tips_px / model_midpoint_px: where the
         model projects them; offset_px = midpoint_px - model_midpoint_px. shift_m = [dx, dy]: add it to
         back_project(f"cam_{arm}_wrist", pixel, z=h) to get where that point really is relative to the TCP: best at
