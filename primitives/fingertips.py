@@ -14,17 +14,16 @@ world correction (`Fingertips.shift_m`): first order in the camera error, exact 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
 
+from calibration import Camera, Station
 from calibration.transforms import FloatArray
 from primitives.actions import Observation
+from primitives.kinematics import X5Kinematics
 from primitives.results import Fingertips
-
-if TYPE_CHECKING:  # pragma: no cover (perception uses this module)
-    from primitives.perception import Perception
+from primitives.seg_client import SegmentationClient
 
 #: What the fingers are called in the segmentation prompt.
 FINGER_PROMPT = "gripper finger"
@@ -40,14 +39,27 @@ GATE_PX = 140.0
 #: distance in the image (a camera turned about its axis moves them apart by that much): one rigid camera error.
 AGREE_PX = 12.0
 AGREE_SHARE = 0.12
+#: locate corrects a wrist camera by its fingertips only when they are this far from the model (px): below it the
+#: offset is mostly mask noise (a pixel or two at the realistic level).
+CORRECT_FROM_PX = 3.0
 #: The tip region: the last quarter of the pad's silhouette along the tip's image direction.
 TIP_SHARE = 0.25
 
 
-def measure_fingertips(perception: Perception, obs: Observation, arm: str, *, min_score: float = 0.3) -> Fingertips:
-    """The fingertips of `arm` in its wrist camera's image of `obs` (see the module docstring)."""
+def measure_fingertips(
+    obs: Observation,
+    arm: str,
+    *,
+    station: Station,
+    kinematics: X5Kinematics,
+    camera: Camera,
+    segmentation: SegmentationClient | None,
+    min_score: float = 0.3,
+) -> Fingertips:
+    """The fingertips of `arm` in its wrist camera's image of `obs` (see the module docstring); `camera`: that camera
+    posed as the model puts it."""
     cam_name = f"cam_{arm}_wrist"
-    kin = perception.kinematics.arm(arm)
+    kin = kinematics.arm(arm)
     tcp = kin.fk(obs.joints[arm], "tcp")
     rot, centre = tcp[:3, :3], tcp[:3, 3]
     approach, closing, third = rot[:, 0], rot[:, 1], rot[:, 2]
@@ -58,9 +70,9 @@ def measure_fingertips(perception: Perception, obs: Observation, arm: str, *, mi
 
     if approach[2] > -math.cos(MAX_TILT):
         return fail(f"the fingers do not point down (more than {math.degrees(MAX_TILT):.0f} deg from vertical)")
-    cam = perception.camera(obs, cam_name)
+    cam = camera
     k = cam.intrinsics
-    finger = perception.station.x5.gripper.finger_from_value(float(obs.gripper[arm]))
+    finger = station.x5.gripper.finger_from_value(float(obs.gripper[arm]))
     model_masks: list[np.ndarray] = []
     for side in (1.0, -1.0):
         pad_centre = centre + side * (finger + PAD_HALF[1]) * closing
@@ -86,9 +98,9 @@ def measure_fingertips(perception: Perception, obs: Observation, arm: str, *, mi
     model_tips = [_tip(m, along, length) for m in model_masks]
     model_centroids = [_centroid(m) for m in model_masks]
 
-    if perception.segmentation is None:
+    if segmentation is None:
         return fail("segmentation unavailable: no segmentation service is configured")
-    reply = perception.segmentation.segment(obs.images[cam_name], [FINGER_PROMPT], score_threshold=float(min_score))
+    reply = segmentation.segment(obs.images[cam_name], [FINGER_PROMPT], score_threshold=float(min_score))
     if not reply.ok:
         err = reply.error
         return fail(f"segmentation unavailable ({err.code}: {err.message})" if err else "segmentation unavailable")

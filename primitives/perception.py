@@ -50,7 +50,7 @@ from calibration import CAMERAS, Camera, Station
 from calibration.transforms import FloatArray, quat_to_matrix
 from primitives.actions import Observation
 from primitives.kinematics import X5Kinematics
-from primitives.fingertips import measure_fingertips
+from primitives.fingertips import CORRECT_FROM_PX, measure_fingertips
 from primitives.results import CameraMeta, Located
 from primitives.seg_contract import Instance
 from primitives.seg_client import SegmentationClient
@@ -340,8 +340,10 @@ class Perception:
             image = obs.images[name]
             hit = self._tips_cache.get(name)
             if hit is None or hit[0] is not image:
-                tips = measure_fingertips(self, obs, arm)
-                hit = (image, np.array(tips.shift_m) if tips.found else None)
+                tips = measure_fingertips(obs, arm, station=self.station, kinematics=self.kinematics,
+                                          camera=self._posed_camera(obs, name), segmentation=self.segmentation)
+                seen = tips.found and math.hypot(*tips.offset_px) >= CORRECT_FROM_PX
+                hit = (image, np.array(tips.shift_m) if seen else None)
                 self._tips_cache[name] = hit
             if hit[1] is not None:
                 shifts[name] = hit[1]

@@ -394,7 +394,8 @@ class Robo:
         "head+wrist" (a wrist camera saw it too: look_at(arm, xyz) first): a box or cylinder fitted to every
         view, resting wherever it rests (on the table, another object, in a gripper), a cup by its rim; "head"
         (head camera alone: assumes it stands on the table and its hidden back half mirrors the front).
-        `reason` names the assumption, the support and what was hidden; uncertainty_xy_m / uncertainty_z_m: the
+        A wrist camera whose fingertips show 3 px or more off the model is corrected by them (fingertips(); reason
+        says so). `reason` names the assumption, the support and what was hidden; uncertainty_xy_m / uncertainty_z_m: the
         true error is within twice them 9 times in 10. `cameras` restricts which cameras to use. found=False with
         a reason when nothing usable is seen (no match, segmentation down, object cut by the image border).
         """
@@ -478,7 +479,9 @@ class Robo:
         """
         t0 = time.perf_counter()
         self._check_arm(arm)
-        result = measure_fingertips(self._perception, self._obs, arm)
+        per = self._perception
+        result = measure_fingertips(self._obs, arm, station=self._station, kinematics=self._kin,
+                                    camera=per.camera(self._obs, f"cam_{arm}_wrist"), segmentation=per.segmentation)
         self._log("fingertips", {"arm": arm}, result, t0, 0)
         return result
 
