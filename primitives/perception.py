@@ -34,6 +34,7 @@ from calibration import CAMERAS, Camera, Station
 from calibration.transforms import FloatArray, quat_to_matrix
 from primitives.actions import Observation
 from primitives.kinematics import X5Kinematics
+from primitives.fingertips import CORRECT_FROM_PX, measure_fingertips
 from primitives.mask_geometry import (
     Estimate,
     closest_point,
@@ -98,6 +99,9 @@ class Perception:
         self.segmentation = segmentation
         self.config = config
         self._seg_cache: dict[tuple[int, str, float], tuple[np.ndarray, list[Instance] | str]] = {}
+        # Inside _measure only: per wrist camera, the xy shift its fingertips measured (see `_measure`).
+        self._wrist_shift: dict[str, FloatArray] = {}
+        self._tips_cache: dict[str, tuple[np.ndarray, FloatArray | None]] = {}
 
     # ------------------------------------------------------------------ cameras
     def env_origin(self, obs: Observation) -> FloatArray | None:
@@ -113,7 +117,18 @@ class Perception:
         return e[:3, 3] - known
 
     def camera(self, obs: Observation, name: str) -> Camera:
-        """The named camera posed at the moment of `obs`."""
+        """The named camera posed at the moment of `obs` (while `_measure` runs, a wrist camera moved by the xy shift
+        its fingertips measured)."""
+        cam = self._posed_camera(obs, name)
+        shift = self._wrist_shift.get(name)
+        if shift is None:
+            return cam
+        moved = cam.world_from_camera.copy()
+        moved[:2, 3] += shift  # a ray from the moved centre meets every plane z shift away from the modelled one
+        return Camera(cam.name, cam.intrinsics, moved)
+
+    def _posed_camera(self, obs: Observation, name: str) -> Camera:
+        """The named camera posed at the moment of `obs`, as the model (or the station's matrices) puts it."""
         origin = self.env_origin(obs)
         if origin is not None:
             world_from_env = np.eye(4)
@@ -274,6 +289,45 @@ class Perception:
         return bool(mask[:b].any() or mask[-b:].any() or mask[:, :b].any() or mask[:, -b:].any())
 
     def _measure(
+        self,
+        obs: Observation,
+        text: str,
+        primary: str,
+        inst: Instance,
+        n: int,
+        allowed: list[str],
+        min_score: float,
+    ) -> Located:
+        """`_measure_as_modelled` with each allowed wrist camera whose fingertips are seen corrected by them: moved by
+        `Fingertips.shift_m` (the mount's error near the grasp, measured in the same image; `primitives.fingertips`)."""
+        shifts = {}
+        for name in allowed:
+            arm = self.station.cameras[name].arm
+            if arm is None or self.segmentation is None:
+                continue
+            image = obs.images[name]
+            hit = self._tips_cache.get(name)
+            if hit is None or hit[0] is not image:
+                tips = measure_fingertips(obs, arm, station=self.station, kinematics=self.kinematics,
+                                          camera=self._posed_camera(obs, name), segmentation=self.segmentation)
+                seen = tips.found and math.hypot(*tips.offset_px) >= CORRECT_FROM_PX
+                hit = (image, np.array(tips.shift_m) if seen else None)
+                self._tips_cache[name] = hit
+            if hit[1] is not None:
+                shifts[name] = hit[1]
+        self._wrist_shift = shifts
+        try:
+            result = self._measure_as_modelled(obs, text, primary, inst, n, allowed, min_score)
+        finally:
+            self._wrist_shift = {}
+        used = [c for c in result.cameras if c in shifts]
+        if result.found and used:
+            note = "; ".join(f"{c} corrected by its fingertips ({1000 * shifts[c][0]:+.0f}, {1000 * shifts[c][1]:+.0f}"
+                             " mm)" for c in used)
+            result = replace(result, reason=f"{result.reason}; {note}".strip("; "))
+        return result
+
+    def _measure_as_modelled(
         self,
         obs: Observation,
         text: str,

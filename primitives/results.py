@@ -146,3 +146,26 @@ class CapturedImage:
     step: int  # episode step (actions executed so far) when it was captured; -1 if unknown
     image: np.ndarray = field(repr=False)  # uint8 HxWx3 RGB
     label: str = ""
+
+
+@dataclass(frozen=True)
+class Fingertips:
+    """Where an arm's two fingertips show in its wrist camera's latest image, against where the model puts them.
+
+    Pixels are [u, v]; pad "a" is the finger on the closing axis' + side (arm().yaw), "b" the other. `shift_m` is
+    the model's error near the grasp: a point at height `z` back-projected through this camera with the model,
+    plus shift_m, is where it really is relative to the TCP. found=False (lists empty) when the fingers are not seen.
+    """
+
+    arm: str
+    camera: str
+    found: bool
+    reason: str  # why not found, or notes
+    tips_px: list[list[float]]  # seen: the tip end of pad a, of pad b
+    midpoint_px: list[float]  # seen: their midpoint
+    model_tips_px: list[list[float]]  # the same where the camera model projects the pads
+    model_midpoint_px: list[float]
+    offset_px: list[float]  # midpoint_px - model_midpoint_px
+    shift_m: list[float]  # [dx, dy] world correction at height z
+    z: float  # height of the fingertips (m), where shift_m holds
+    step: int  # observation step the image is from

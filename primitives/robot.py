@@ -19,6 +19,7 @@ from calibration.transforms import FloatArray, make_transform, quat_to_matrix, r
 from primitives.actions import Bridge, Observation
 from primitives.command_engine import CommandEngine
 from primitives.errors import CancelToken
+from primitives.fingertips import measure_fingertips
 from primitives.kinematics import X5Kinematics, tilted_rotation
 from primitives.motion import Limits, joint_path, line_path
 from primitives.perception import Perception
@@ -27,6 +28,7 @@ from primitives.results import (
     CameraMeta,
     CapturedImage,
     Descent,
+    Fingertips,
     Grip,
     Located,
     Motion,
@@ -410,7 +412,8 @@ class Robo:
         hidden back half mirrors the front). An object held in a gripper that no camera sees whole is measured
         from the parts they see, centred between the pads. `reason` names the assumption, the support and what
         was hidden; uncertainty_xy_m / uncertainty_z_m: the true error is within twice them 9 times in 10.
-        `cameras` restricts which cameras to use. found=False with a reason when nothing usable is seen (no
+        A wrist camera whose fingertips show 3 px or more off the model is corrected by them (fingertips(); reason
+        says so). `cameras` restricts which cameras to use. found=False with a reason when nothing usable is seen (no
         match, segmentation down, object cut by the image border).
         near=[x, y(, z)]: of several matching objects, the measured one nearest that point in xy (else the best
         match).
@@ -493,6 +496,24 @@ class Robo:
                 result = replace(result, steps_used=result.steps_used + rose)
         self._log("look_at", {"arm": arm, "xyz": p.tolist(), "distance": distance, "speed": speed}, result, t0,
                   result.steps_used)
+        return result
+
+    def fingertips(self, arm: str) -> Fingertips:
+        """Where the arm's two fingertips show in its wrist camera's latest image, against the camera model.
+
+        Segments "gripper finger" there (no step spent); needs the fingers within 75 deg of straight down.
+        tips_px / midpoint_px: the tip ends of the pads as seen; model_tips_px / model_midpoint_px: where the
+        model projects them; offset_px = midpoint_px - model_midpoint_px. shift_m = [dx, dy]: add it to
+        back_project(f"cam_{arm}_wrist", pixel, z=h) to get where that point really is relative to the TCP: best at
+        h = z (the fingertips' height), less close farther below. found=False with a reason when the fingers are
+        not seen.
+        """
+        t0 = time.perf_counter()
+        self._check_arm(arm)
+        per = self._perception
+        result = measure_fingertips(self._obs, arm, station=self._station, kinematics=self._kin,
+                                    camera=per.camera(self._obs, f"cam_{arm}_wrist"), segmentation=per.segmentation)
+        self._log("fingertips", {"arm": arm}, result, t0, 0)
         return result
 
     def back_project(self, camera: str, pixel: Sequence[float], *, z: float | None = None) -> list[float] | None:

@@ -20,6 +20,7 @@ from pyrua_dojo.seg_service.twin_backend import (
     occlusion,
 )
 from pyrua_dojo.twin import TwinConfig, TwinEnv
+from pyrua_dojo.twin.masks import FINGER_PAD_WORDS
 
 DRAWS = 200
 
@@ -139,7 +140,7 @@ def twin_head() -> tuple[np.ndarray, list[ObjectMask]]:
     try:
         env.reset("stack_blocks", 4, 0)
         image = env.get_obs()["vision"]["cam_head"]["color"]
-        objects = list(env.truth(0).mask_oracle.lookup(image))
+        objects = [o for o in env.truth(0).mask_oracle.lookup(image) if o.words != FINGER_PAD_WORDS]  # objects only
     finally:
         env.close()
     return image, objects

@@ -10,6 +10,7 @@ from calibration import load_station
 from calibration.transforms import rotation_angle
 from primitives.kinematics import ArmKinematics
 from pyrua_dojo.twin import TwinEnv
+from pyrua_dojo.twin.masks import FINGER_PAD_WORDS
 from pyrua_dojo.twin.scene import ARM_KP, FINGER_KP, TwinScene
 
 STATION = load_station()
@@ -66,7 +67,10 @@ def test_segmentation_oracle_returns_instance_masks_with_words() -> None:
         masks = truth.mask_oracle.lookup(head)
         assert masks is not None
         by_name = {m.name: m for m in masks}
-        assert set(by_name) == {"block_0", "block_1", "block_2"}
+        # The objects, and the gripper finger pads the head camera sees (segmentable for robo.fingertips).
+        assert {n for n in by_name if not n.endswith("_pad")} == {"block_0", "block_1", "block_2"}
+        assert all(m.words == FINGER_PAD_WORDS for n, m in by_name.items() if n.endswith("_pad"))
+        by_name = {n: m for n, m in by_name.items() if not n.endswith("_pad")}
         cam = STATION.fixed_camera("cam_head")
         for label, pose in truth.object_poses().items():
             m = by_name[label]

@@ -25,6 +25,7 @@ from pyrua_dojo.seg_service.twin_backend import (
     occlusion,
 )
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv, UnstableLayoutError
+from pyrua_dojo.twin.masks import FINGER_PAD_WORDS
 
 TASKS = ("stack_blocks", "general_pickup")
 SMALL_PX = 300
@@ -70,7 +71,8 @@ def measure(layouts: int = 6, seed: int = 4, draws: int = 8) -> dict[str, LevelF
             obs = env.get_obs()
             for view in obs["vision"].values():
                 image = view["color"]
-                objects = list(env.truth(0).mask_oracle.lookup(image) or [])
+                # The objects (the gripper's finger pads are instances too; they are not what this measures).
+                objects = [o for o in env.truth(0).mask_oracle.lookup(image) or [] if o.words != FINGER_PAD_WORDS]
                 oracle = DictMaskOracle()
                 oracle.add(image, objects)
                 for obj in objects:

@@ -52,7 +52,7 @@ from pyrua_dojo.twin.layouts import Layout
 from pyrua_dojo.twin.render import CameraFrame, GLRenderer, SceneRenderer
 from pyrua_dojo.twin.reward import ProgramSpec, ProgramStatus, RewardProgram, WorldState, quat_distance_deg
 from pyrua_dojo.twin.scene import SceneOptions, TwinScene
-from pyrua_dojo.twin.masks import InstanceInfo, TwinMaskOracle
+from pyrua_dojo.twin.masks import FINGER_PAD_WORDS, InstanceInfo, TwinMaskOracle
 from pyrua_dojo.twin.station_draw import StationSpread, draw_station
 from pyrua_dojo.twin.station_truth import load_truth_station
 from pyrua_dojo.twin.tasks import TwinTask, get_twin_task
@@ -518,8 +518,54 @@ class TwinEnv:
             lut[np.asarray(obj.geoms) + 1] = k
             # The instruction names objects by their description strings ("remote control"): their words count.
             infos.append(InstanceInfo(obj.label, frozenset(obj.spec.words) | frozenset(obj.spec.descriptions)))
+        # The gripper finger pads are segmentable too ("gripper finger", "fingertip"), one instance per pad.
+        pads = self._finger_pads(slot)
+        for k, (name, gid) in enumerate(pads, start=len(infos) + 1):
+            lut[gid + 1] = k
+            infos.append(InstanceInfo(name, FINGER_PAD_WORDS))
         ids = lut[seg + 1]
-        slot.oracle.add(frame.color, ids, infos, self._silhouette_areas(slot, camera, frame.color.shape[:2]))
+        hw = frame.color.shape[:2]
+        areas = self._silhouette_areas(slot, camera, hw) + self._pad_silhouette_areas(slot, camera, hw, pads)
+        slot.oracle.add(frame.color, ids, infos, areas)
+
+    @staticmethod
+    def _finger_pads(slot: _Slot) -> list[tuple[str, int]]:
+        """(instance name, geom id) of each arm's two finger pads."""
+        model = slot.scene.model
+        out = []
+        for arm in ARMS:
+            for side in ("a", "b"):
+                name = f"{arm}_finger_{side}_pad"
+                out.append((name, int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name))))
+        return out
+
+    def _pad_silhouette_areas(
+        self, slot: _Slot, camera: str, hw: tuple[int, int], pads: Sequence[tuple[str, int]]
+    ) -> list[float]:
+        """Per finger pad, the pixel area its box would cover unoccluded (as `_silhouette_areas` for objects)."""
+        d, m = slot.data, slot.scene.model
+        signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
+        return [
+            self._hull_area(slot, camera, hw, (signs * m.geom_size[gid]) @ d.geom_xmat[gid].reshape(3, 3).T
+                            + d.geom_xpos[gid])
+            for _, gid in pads
+        ]
+
+    def _hull_area(self, slot: _Slot, camera: str, hw: tuple[int, int], corners: np.ndarray) -> float:
+        """The image area (px, clipped to the image) of the convex hull of world points; 0 if one is behind."""
+        cid = slot.scene.cameras[camera]
+        rot, pos = slot.data.cam_xmat[cid].reshape(3, 3), slot.data.cam_xpos[cid]
+        k = slot.station.cameras[camera].intrinsics
+        h, w = hw
+        local = (corners - pos) @ rot  # MuJoCo camera axes: x right, y up, looking along -z
+        depth = -local[:, 2]
+        if np.any(depth <= 1e-3):
+            return 0.0
+        uv = np.stack([k.cx + k.fx * local[:, 0] / depth, k.cy - k.fy * local[:, 1] / depth], axis=1)
+        hull = cv2.convexHull(uv.astype(np.float32))
+        frame = np.array([[0, 0], [w, 0], [w, h], [0, h]], dtype=np.float32)
+        area, _ = cv2.intersectConvexConvex(hull, frame)
+        return float(area)
 
     def _silhouette_areas(self, slot: _Slot, camera: str, hw: tuple[int, int]) -> list[float]:
         """Per object, the pixel area its bounding box would cover in `camera` with nothing in front of it (the

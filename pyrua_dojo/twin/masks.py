@@ -27,6 +27,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyrua_dojo.seg_service.twin_backend import ObjectMask
 
 
+#: The description words of a gripper finger pad: the pads are segmentable like objects (SAM 3 segments a robot's
+#: fingers for "gripper finger" / "fingertip" in a real image), so `robo.fingertips` can find them. No object is
+#: described by any of these words, so no object prompt matches or is confused with a pad.
+FINGER_PAD_WORDS: frozenset[str] = frozenset({"gripper finger", "fingertip", "robot finger"})
+
+
 @dataclass(frozen=True)
 class InstanceInfo:
     """One object instance in a stored image: its scene label and description words."""
