@@ -39,6 +39,10 @@ GATE_PX = 140.0
 #: distance in the image (a camera turned about its axis moves them apart by that much): one rigid camera error.
 AGREE_PX = 12.0
 AGREE_SHARE = 0.12
+#: The two pads' seen areas must be within this share of each other (mirror images; a partly hidden one is not).
+PAIR_AREA_SHARE = 0.8
+#: ... and then their tips' offsets from the model may differ by this much along the closing line (px).
+SPREAD_PX = 50.0
 #: locate corrects a wrist camera by its fingertips only when they are this far from the model (px): below it the
 #: offset is mostly mask noise (a pixel or two at the realistic level).
 CORRECT_FROM_PX = 3.0
@@ -113,6 +117,7 @@ def measure_fingertips(
     if isinstance(picked, str):
         return fail(picked)
     pads, merged = picked
+    areas = sorted(float(m.sum()) for m in pads)
     tips = [_tip(m, along, length) for m in pads]
     # A gripper opened a little more or less than its reported value moves the pads apart along the closing line;
     # across it the two offsets are one camera error and must agree.
@@ -125,6 +130,12 @@ def measure_fingertips(
     if disagree > AGREE_PX + AGREE_SHARE * apart:
         return fail(f"the two fingers seen are offset differently from the model ({disagree:.0f} px apart): "
                     "not this gripper's pair, or one is partly hidden")
+    # A pad partly hidden (by the other gripper, an object) is smaller than its mirror image and its visible tip
+    # sits off along the closing line: its midpoint would be wrong. (A camera off its mount moves both tips alike and
+    # changes their sizes a little; an opening unlike the model's moves them apart evenly, sizes kept.)
+    spread = abs(float(np.dot(d, closing_px)))
+    if not merged and areas[0] < PAIR_AREA_SHARE * areas[1] and spread > SPREAD_PX:
+        return fail(f"one finger is partly hidden ({areas[0]:.0f} px against {areas[1]:.0f} px seen of the other)")
     mid, model_mid = 0.5 * (tips[0] + tips[1]), 0.5 * (model_tips[0] + model_tips[1])
     seen_at = cam.intersect_plane_z(mid, tip_z)
     model_at = cam.intersect_plane_z(model_mid, tip_z)

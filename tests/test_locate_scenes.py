@@ -85,7 +85,7 @@ def test_a_block_partly_hidden_by_a_gripper_is_flagged(env: TwinEnv) -> None:
     assert robo.look_at(other, [xy[0], xy[1], top]).planned
     both = _locate(env, without_depth(env.get_obs()), robo.steps_used, text)
     assert both.method == "head+wrist", both
-    assert np.hypot(both.xyz[0] - xy[0], both.xyz[1] - xy[1]) < 0.004 and abs(both.xyz[2] - top) < 0.004
+    assert np.hypot(both.xyz[0] - xy[0], both.xyz[1] - xy[1]) < 0.004 and abs(both.xyz[2] - top) < 0.004, both
 
 
 def test_cubes_at_table_level_with_a_wrist_view_have_their_height(env: TwinEnv) -> None:
