@@ -100,6 +100,7 @@ def clear(shapes, obstacles, gap=0.003):
 
 
 OPEN_NEAR = 0.7  # a gripper opened this far (62 mm between the pads) still clears a squared-up cube by 11 mm a side
+OPEN_TIGHT = 0.6  # 53 mm: 6 mm a side; only where a block sits that close to the set square or another block
 RELEASE = 0.6  # how far a slid block is let go
 
 
@@ -149,7 +150,7 @@ def slide_clear(start, end, yaw0, yaw1, obstacles, mate=None):
     """How far the gripper may open to come down on a block at start (pads closing along yaw0), slide and turn it to
     end (yaw1) and release it, clear of the obstacles (and of `mate`, another slide (start, end, yaw0, yaw1) made at
     the same time); None if it cannot. Open pads come down with a wider margin."""
-    frac = next((f for f in (1.0, OPEN_NEAR) if clear(fingers(start, yaw0, f), obstacles, 0.006)), None)
+    frac = next((f for f in (1.0, OPEN_NEAR, OPEN_TIGHT) if clear(fingers(start, yaw0, f), obstacles, 0.006)), None)
     if frac is None or not clear(fingers(end, yaw1, RELEASE), obstacles, 0.006):
         return None
     for f in np.linspace(0.0, 1.0, 7):
@@ -186,14 +187,16 @@ def arm_for(*points, ends=()):
     return None
 
 
-def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_limit=math.radians(85)):
+def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_limit=math.radians(85), order=None):
     """Slides that put the blocks in a row through `base` along heading theta. Block `fixed` keeps its place along
     the row (and, if `stays`, stays put altogether when base is its centre); the others go `spacing` apart from it (or further,
-    where they already are, unless tight). Returns [(block, start, end, grasp yaw, final yaw, arm, opening)] in the
-    order they move (the first two together when they are different arms, left arm first), or None."""
+    where they already are, unless tight), in the order they are along the row now, or in `order` (tight). Returns
+    [(block, start, end, grasp yaw, final yaw, arm, opening)] in the order they move (the first two together when
+    they are different arms, left arm first), or None."""
     d = np.array([math.cos(theta), math.sin(theta)])
     s = [d @ (p - base) for p in P]
-    order = sorted(range(3), key=lambda i: s[i])
+    tight = tight or order is not None
+    order = order or sorted(range(3), key=lambda i: s[i])
     k = order.index(fixed)
     t = {fixed: s[fixed]}
     for j in range(k + 1, 3):
@@ -306,12 +309,20 @@ print("headings", [f"{math.degrees(a):.1f}" for a in H], "measured from above:",
 
 # %% choose the row: along the axis of a block measured from above, through its centre (that block stays put),
 # if the other two can slide there; otherwise the best free row, and all three slide
+import itertools
+
 options = []
 for i in range(3):
     if wrist[i]:
         for th in (wrap(H[i], math.pi / 2), wrap(H[i] + math.pi / 2, math.pi)):  # along either pair of its faces
             for sp, tight in ((SPACING, False), (SPACING, True), (SPACING + 0.02, False)):
                 mv = plan(th, P[i], i, sp, tight)
+                if mv is not None:
+                    options.append((cost(mv), th, mv))
+            # the others in another order along the row (both on one side of it, say: the set square or the arms'
+            # reach may leave room on one side only)
+            for order in itertools.permutations(range(3)):
+                mv = plan(th, P[i], i, SPACING, order=list(order))
                 if mv is not None:
                     options.append((cost(mv), th, mv))
 def free_rows():
