@@ -9,6 +9,8 @@ BASE = {"left": (-0.3, -0.45), "right": (0.3, -0.45)}
 SITE = [0.0, -0.27]  # free middle of the table, near the robot: both arms reach it straight down, high
 GRASP_Z = max(TABLE + H / 2, TABLE + 0.029)  # grasp height: the fingertips stay clear of the table
 grip = {}  # arm -> (yaw, tilt, lean heading) of its current grasp
+placed_at = {}  # "xy": where the last block was set down (a first block moves over where something is under SITE)
+SITE_ALTERNATIVES = ([0.0, 0.06], [0.07, 0.0], [-0.07, 0.0])  # offsets from a site found occupied
 
 
 def side(x):
@@ -98,6 +100,20 @@ def place(arm, xy, top_z):
     if not m.planned:
         return None
     d = robo.descend(arm, z=top_z + below - 0.005, speed=0.08)  # deeper would push the block up in the grip
+    if top_z <= TABLE + 1e-3 and d.stopped_by == "contact" and d.tcp[2] > top_z + below + 0.01:
+        # Onto the table, yet something met the block well above it: an object no prompt named lies under the site.
+        # Back up and set it down a little further along (the first block decides where the stack goes).
+        robo.move_to(arm, [d.tcp[0], d.tcp[1], d.tcp[2] + 0.03])
+        for dx, dy in SITE_ALTERNATIVES:
+            x, y = xy[0] + dx, xy[1] + dy
+            if not go(arm, [x, y, top_z + below + 0.02], yaw=robo.arm(arm).yaw, tilt=tilt).planned:
+                continue
+            d = robo.descend(arm, z=top_z + below - 0.005, speed=0.08)
+            if not (d.stopped_by == "contact" and d.tcp[2] > top_z + below + 0.01):
+                break
+            robo.move_to(arm, [d.tcp[0], d.tcp[1], d.tcp[2] + 0.03])
+        print("the site was occupied: set down at", [round(x, 3), round(y, 3)])
+    placed_at["xy"] = [x, y]
     robo.open(arm)
     released_top = d.tcp[2] - below + H
     # The open fingers still surround the block: clear its top before moving sideways. Too high to reach? Then

@@ -100,6 +100,7 @@ def clear(shapes, obstacles, gap=0.003):
 
 
 OPEN_NEAR = 0.7  # a gripper opened this far (62 mm between the pads) still clears a squared-up cube by 11 mm a side
+OPEN_TIGHT = 0.6  # 53 mm: 6 mm a side; only where a block sits that close to the set square or another block
 RELEASE = 0.6  # how far a slid block is let go
 
 
@@ -149,7 +150,7 @@ def slide_clear(start, end, yaw0, yaw1, obstacles, mate=None):
     """How far the gripper may open to come down on a block at start (pads closing along yaw0), slide and turn it to
     end (yaw1) and release it, clear of the obstacles (and of `mate`, another slide (start, end, yaw0, yaw1) made at
     the same time); None if it cannot. Open pads come down with a wider margin."""
-    frac = next((f for f in (1.0, OPEN_NEAR) if clear(fingers(start, yaw0, f), obstacles, 0.006)), None)
+    frac = next((f for f in (1.0, OPEN_NEAR, OPEN_TIGHT) if clear(fingers(start, yaw0, f), obstacles, 0.006)), None)
     if frac is None or not clear(fingers(end, yaw1, RELEASE), obstacles, 0.006):
         return None
     for f in np.linspace(0.0, 1.0, 7):
@@ -172,6 +173,7 @@ REACH = 0.50  # from an arm's base, top-down near the table (10 cm above it: 0.4
 
 
 REACH_UP = 0.48  # where an arm lets go of a block it must rise 5 cm again (at 0.49 it cannot)
+REACH_ABOVE = 0.48  # where an arm starts a slide it must first get above the block, at PRE_Z (at 0.49 it cannot)
 
 
 def reaches(arm, *points, reach=REACH):
@@ -181,19 +183,21 @@ def reaches(arm, *points, reach=REACH):
 def arm_for(*points, ends=()):
     """The arm on the points' side that reaches all of them (and rises again at the ends), or None."""
     for arm in sorted(BASE, key=lambda a: sum(abs(p[0] - BASE[a][0]) for p in (*points, *ends))):
-        if reaches(arm, *points) and reaches(arm, *ends, reach=REACH_UP):
+        if reaches(arm, *points, reach=REACH_ABOVE) and reaches(arm, *ends, reach=REACH_UP):
             return arm
     return None
 
 
-def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_limit=math.radians(85)):
+def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_limit=math.radians(85), order=None):
     """Slides that put the blocks in a row through `base` along heading theta. Block `fixed` keeps its place along
     the row (and, if `stays`, stays put altogether when base is its centre); the others go `spacing` apart from it (or further,
-    where they already are, unless tight). Returns [(block, start, end, grasp yaw, final yaw, arm, opening)] in the
-    order they move (the first two together when they are different arms, left arm first), or None."""
+    where they already are, unless tight), in the order they are along the row now, or in `order` (tight). Returns
+    [(block, start, end, grasp yaw, final yaw, arm, opening)] in the order they move (the first two together when
+    they are different arms, left arm first), or None."""
     d = np.array([math.cos(theta), math.sin(theta)])
     s = [d @ (p - base) for p in P]
-    order = sorted(range(3), key=lambda i: s[i])
+    tight = tight or order is not None
+    order = order or sorted(range(3), key=lambda i: s[i])
     k = order.index(fixed)
     t = {fixed: s[fixed]}
     for j in range(k + 1, 3):
@@ -202,7 +206,8 @@ def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_lim
         t[order[j]] = t[order[j + 1]] - spacing if tight else min(s[order[j]], t[order[j + 1]] - spacing)
     target = {i: base + d * t[i] for i in range(3)}
     movers = sorted((i for i in range(3) if i != fixed), key=lambda i: P[i][0])
-    if all(reaches(a, P[i]) and reaches(a, target[i], reach=REACH_UP) for a, i in zip(("left", "right"), movers)):
+    if all(reaches(a, P[i], reach=REACH_ABOVE) and reaches(a, target[i], reach=REACH_UP)
+           for a, i in zip(("left", "right"), movers)):
         arms = ["left", "right"]
     else:  # one arm reaches both: one after the other
         one = arm_for(*(P[i] for i in movers), ends=[target[i] for i in movers])
@@ -245,6 +250,8 @@ def plan(theta, base, fixed, spacing=SPACING, tight=False, stays=True, wrist_lim
     if len(arms) == 2 and arms[0] == arms[1] and LOOKED.get(arms[0]) == movers[1]:  # one arm: the block below it
         # first (no transit; with a third block to move as well, that order measured worse)
         orders.insert(0, [LOOKED[arms[0]]] + [i for i in movers if i != LOOKED[arms[0]]])
+    if arms[0] == arms[1]:  # one arm: the other order, where a block is too close to grasp until its neighbour moves
+        orders.append([movers[1], movers[0], *movers[2:]])
     return next((out for out in map(lambda m: slides(m, arms), orders) if out is not None), None)
 
 
@@ -292,13 +299,17 @@ wrist = [False] * 3
 
 
 def remeasure():
-    """Headings (and, for a block the head saw badly, positions) of the blocks a wrist camera sees now."""
+    """Headings of the blocks a wrist camera sees now. A neighbour, seen from the side, only where its heading agrees
+    with the one known (within 15 deg; measured: a neighbour's came back 0 for a block turned 30 deg)."""
+    below = [robo.arm(a).tcp[:2] for a in ("left", "right")]
     for b in robo.locate_all("block"):
         if not b.found or b.method != "head+wrist" or max(b.footprint) > 0.06:
             continue
         i = min(range(3), key=lambda k: math.dist(b.xyz[:2], P[k]))
         if math.dist(b.xyz[:2], P[i]) < 0.03:
-            H[i], wrist[i] = b.heading, True
+            above_it = min(math.dist(t, P[i]) for t in below) < 0.02
+            if above_it or abs(wrap(b.heading - H[i], math.pi / 2)) < math.radians(15):
+                H[i], wrist[i] = b.heading, True
 
 
 remeasure()
@@ -306,12 +317,20 @@ print("headings", [f"{math.degrees(a):.1f}" for a in H], "measured from above:",
 
 # %% choose the row: along the axis of a block measured from above, through its centre (that block stays put),
 # if the other two can slide there; otherwise the best free row, and all three slide
+import itertools
+
 options = []
 for i in range(3):
     if wrist[i]:
-        for th in (wrap(H[i], math.pi / 2), wrap(H[i] + math.pi / 2, math.pi)):  # along either pair of its faces
+        for th in (wrap(H[i], math.pi / 2), wrap(wrap(H[i], math.pi / 2) + math.pi / 2, math.pi)):  # along either pair of its faces
             for sp, tight in ((SPACING, False), (SPACING, True), (SPACING + 0.02, False)):
                 mv = plan(th, P[i], i, sp, tight)
+                if mv is not None:
+                    options.append((cost(mv), th, mv))
+            # the others in another order along the row (both on one side of it, say: the set square or the arms'
+            # reach may leave room on one side only)
+            for order in itertools.permutations(range(3)):
+                mv = plan(th, P[i], i, SPACING, order=list(order))
                 if mv is not None:
                     options.append((cost(mv), th, mv))
 def free_rows():
@@ -356,12 +375,23 @@ def flips(yaw0, yaw1):
     return [(yaw0, yaw1), (yaw0 + math.pi, yaw1 + math.pi)]
 
 
+PARK_NEAR = 0.2  # an idle arm this close to a slide goes home first: an arm reaching down near the robot swings its
+# elbow across (measured: the right arm's elbow met the left gripper 14 cm from the block it went down to)
+
+
+def idle_near(arm, s, e):
+    """Is the other arm away from its home pose and within PARK_NEAR of this arm's slide from s to e?"""
+    other = "right" if arm == "left" else "left"
+    theirs = robo.arm(other).tcp
+    return math.dist(theirs[:2], HOME[other][:2]) > 0.03 and min(math.dist(theirs[:2], p) for p in (s, e)) < PARK_NEAR
+
+
 def above(arm, i, s, e, y0, y1, park=False):
     """Bring an arm above block i (rising clear first if it is low), measure it again; the refined yaws. With park,
     the other arm (idle) goes out of the way if it is near."""
     other = "right" if arm == "left" else "left"
     mine, theirs = robo.arm(arm).tcp, robo.arm(other).tcp
-    in_way = theirs[2] < PRE_Z and min(math.dist(theirs[:2], p) for p in (s, e)) < 0.14
+    in_way = theirs[2] < PRE_Z and min(math.dist(theirs[:2], p) for p in (s, e)) < (PARK_NEAR if park else 0.14)
     risen = False
     for up in (0.1, 0.07, 0.045) if in_way else ():  # the other arm, still down at the block it let go, rises out of
         # this one's way (both straight up; as far as it reaches)
@@ -375,20 +405,28 @@ def above(arm, i, s, e, y0, y1, park=False):
                 break
     # the other arm, idle above or near this block's slide, goes home in the same motion (the housings meet)
     theirs = robo.arm(other).tcp
-    near = park and min(math.dist(theirs[:2], p) for p in (s, e)) < 0.12
+    near = park and idle_near(arm, s, e)
     turns = (robo.arm(other).yaw, 0.0)  # pointing down there, turned as now or across the table
     spots = [([*HOME[other][:2], z], yaw) for z in (ABOVE_Z, theirs[2]) for yaw in turns] if near else []
-    for z in (ABOVE_Z, ABOVE_Z - 0.02, PRE_Z):  # lower where the arm reaches no higher (not below PRE_Z: the
-        # open pads would sweep the blocks on the way)
-        for spot, yaw in spots:
-            mv = [*s, z], spot
-            yaws = {f"{arm}_yaw": y0, f"{other}_yaw": yaw}
-            m = robo.move_both(*(mv if arm == "left" else mv[::-1]), **yaws, path="joint")
+
+    def go_above(ya):
+        for z in (ABOVE_Z, ABOVE_Z - 0.02, PRE_Z):  # lower where the arm reaches no higher (not below PRE_Z: the
+            # open pads would sweep the blocks on the way)
+            for spot, yaw in spots:
+                mv = [*s, z], spot
+                yaws = {f"{arm}_yaw": ya, f"{other}_yaw": yaw}
+                m = robo.move_both(*(mv if arm == "left" else mv[::-1]), **yaws, path="joint")
+                if m.planned:
+                    return m
+            m = robo.move_to(arm, [*s, z], yaw=ya, path="joint")
             if m.planned:
-                break
-        else:
-            m = robo.move_to(arm, [*s, z], yaw=y0, path="joint")
-        if m.planned:
+                return m
+        return None
+
+    for ya, yb in flips(y0, y1):  # the wrist turned half a turn where the planned turn is past a joint's limit
+        m = go_above(ya)
+        if m is not None:
+            y0, y1 = ya, yb
             break
     else:
         return None, None
@@ -445,8 +483,12 @@ def start_pair(moves):
 
 
 def start_one(i, s, e, y0, y1, arm, f):
-    """Above one block (measured again), pads turned, down to grasp height: the (grasp, final) yaws, or None."""
-    y0, y1 = above(arm, i, s, e, y0, y1, park=True) if math.dist(robo.arm(arm).tcp[:2], s) > 0.01 else refine(i, y0, y1)
+    """Above one block (measured again), the other arm parked if it is near, pads turned, down to grasp height: the
+    (grasp, final) yaws, or None."""
+    if math.dist(robo.arm(arm).tcp[:2], s) > 0.01 or idle_near(arm, s, e):
+        y0, y1 = above(arm, i, s, e, y0, y1, park=True)
+    else:
+        y0, y1 = refine(i, y0, y1)
     if y0 is None:
         return None
     for ya, yb in flips(y0, y1):

@@ -82,6 +82,6 @@ for b in rest:
             released = place(arm, where, top_z) if pick(arm, again, others) else None
     print("placed" if released else "FAILED", b.xyz, "on", where, round(top_z, 3), "steps left", robo.state().steps_left)
     if released:
-        top_z = released
+        top_z, where = released, placed_at["xy"]
 robo.home()
 print(robo.state().steps_left, "steps left")

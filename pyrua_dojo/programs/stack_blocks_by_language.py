@@ -85,6 +85,6 @@ for n, b in zip(names[3 - len(todo):], todo):
             released = place(arm, where, top_z) if pick(arm, again, others) else None
     print("placed" if released else "FAILED", n, "on", where, round(top_z, 3), "steps left", robo.state().steps_left)
     if released:
-        top_z, top_name = released, n
+        top_z, top_name, where = released, n, placed_at["xy"]
 robo.home()
 print(robo.state().steps_left, "steps left")
