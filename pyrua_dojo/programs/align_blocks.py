@@ -25,6 +25,8 @@ held in a closed grip is squared by the wrist instead. It is measured and kept c
 """
 
 # %% look: the three blocks and the set square (head camera; nothing moves)
+import itertools
+
 TABLE = robo.TABLE_Z
 CUBE = 0.04  # the three blocks are identical 4 cm cubes
 cam = np.array(robo.camera_meta("cam_head").position[:2])
@@ -317,8 +319,6 @@ print("headings", [f"{math.degrees(a):.1f}" for a in H], "measured from above:",
 
 # %% choose the row: along the axis of a block measured from above, through its centre (that block stays put),
 # if the other two can slide there; otherwise the best free row, and all three slide
-import itertools
-
 options = []
 for i in range(3):
     if wrist[i]:
