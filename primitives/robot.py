@@ -911,7 +911,11 @@ class Robo:
     def _lift_commanded(self, arm: str, dz: float) -> int:
         """Raise the commanded TCP dz straight up in one action (0 when IK fails there)."""
         rot, cmd = self._tcp_frame(arm, self._cmd_q[arm])
-        r = self._kin.arm(arm).ik(make_transform(rot, cmd + np.array([0.0, 0.0, dz])), self._cmd_q[arm], point="tcp")
+        return self._step_tcp_to(arm, rot, cmd + np.array([0.0, 0.0, dz]))
+
+    def _step_tcp_to(self, arm: str, rot: FloatArray, position: FloatArray) -> int:
+        """Command the TCP pose (rot, position) in one action: 1, or 0 (nothing sent) when IK fails there."""
+        r = self._kin.arm(arm).ik(make_transform(rot, position), self._cmd_q[arm], point="tcp")
         return self._send({arm: r.q[None, :]}, {}, 1) if r.converged else 0
 
     def _offset_now(self, arm: str) -> FloatArray:
@@ -930,9 +934,7 @@ class Robo:
         _, tcp = self._measured_tcp(arm)
         if tcp[2] - self._free_offset[arm][2] - cmd[2] <= self._config.press_lag_m:
             return 0
-        r = self._kin.arm(arm).ik(make_transform(rot, tcp - self._free_offset[arm] + np.array([0.0, 0.0, 0.001])),
-                                  self._cmd_q[arm], point="tcp")
-        return self._send({arm: r.q[None, :]}, {}, 1) if r.converged else 0
+        return self._step_tcp_to(arm, rot, tcp - self._free_offset[arm] + np.array([0.0, 0.0, 0.001]))
 
     def _send(self, joint_paths: dict[str, FloatArray], grippers: dict[str, float], n: int) -> int:
         """Send n actions: arms in joint_paths follow them, others hold; grippers set as given. Returns n."""
