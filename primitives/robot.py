@@ -37,6 +37,7 @@ from primitives.results import (
 )
 
 CallRecorder = Callable[[dict[str, Any]], None]
+MIN_TRANSIT_CLEARANCE_M = 0.03  # path="transit" travels at least this far above its goal (or `clearance`, if less)
 R = TypeVar("R", Motion, MoveCheck)
 ImageSink = Callable[[CapturedImage], None]
 
@@ -170,8 +171,8 @@ class Robo:
         path="joint" interpolates the joints (faster, curved path: lift clear of objects first).
         path="transit" rises straight up, travels (joints, or a line where the joint path would dip) and comes
         straight down: the way to carry or leave something low. It travels `clearance` m above the higher of start
-        and goal, or if that is out of reach as high as reachable, never under `clearance` above the goal
-        (travel_z says the height). Heights are the TCP's: the fingertips hang 25 mm lower, a held object lower
+        and goal, or if that is out of reach as high as reachable, never under 3 cm (or `clearance`, if less) above
+        the goal (travel_z says the height). Heights are the TCP's: the fingertips hang 25 mm lower, a held object lower
         still. speed in (0, 1] scales the peak speed (1 = near the joint velocity limits).
         check_move() plans the same motion without moving.
         """
@@ -717,13 +718,14 @@ class Robo:
         """Up, across at a travel height, down: three joint paths and the height, or why not.
 
         The travel height is `clearance` above the higher of start and goal where that is reachable; otherwise the
-        highest reachable one, in 1 cm steps, down to `clearance` above the goal (so heights at or above the start
-        come first; a start well above the goal may travel lower than it, never rising).
+        highest reachable one, in 1 cm steps, down to MIN_TRANSIT_CLEARANCE_M (or `clearance`, if smaller) above the
+        goal (so heights at or above the start come first; a start well above the goal may travel lower than it,
+        never rising). Trial O: raised goals 0.4 m from the base had no reachable pose `clearance` above them.
         """
         z0 = float(self._tcp_frame(arm, self._cmd_q[arm])[1][2])
         z_goal = float(goal[2, 3])
         high = max(z0, z_goal) + clearance
-        low = z_goal + clearance
+        low = z_goal + min(clearance, MIN_TRANSIT_CLEARANCE_M)
         heights = [high - 0.01 * i for i in range(int((high - low) / 0.01 + 1e-6) + 1)]
         if heights[-1] - low > 1e-4:
             heights.append(low)
@@ -735,7 +737,7 @@ class Robo:
             first = first or legs
         hint = '; path="joint" does not rise first and may still reach it (check_move says how low it dips)'
         if len(heights) > 1:
-            return f"{first}; nor at any lower height down to z={low:.3f} (clearance above the goal){hint}"
+            return f"{first}; nor at any lower height down to z={low:.3f} ({100 * (low - z_goal):.0f} cm above the goal){hint}"
         return first + hint
 
     def _transit_at(self, arm: str, goal: FloatArray, speed: float, z: float) -> list[FloatArray] | str:

@@ -77,3 +77,28 @@ def test_setting_a_held_block_down_on_another_is_contact_not_target(aim_below_mm
         assert again.stopped_by == "target", again
     finally:
         env.close()
+
+
+def test_transit_to_a_raised_goal_near_its_reach_lowers_its_travel_down_to_3_cm_above_the_goal():
+    # Trial O, stack_blocks: check_move("right", [-0.04, -0.2, 0.83], path="transit") answered "no IK solution above
+    # the target at z=0.994; nor at any lower height down to z=0.910": clearance above the goal was out of reach.
+    env, bridge, robo = episode("stack_blocks", 12, "right")
+    try:
+        goal = [-0.04, -0.2, 0.83]
+        check = robo.check_move("right", goal, yaw=0.0, path="transit")
+        assert check.feasible, check.reason
+        assert goal[2] + 0.03 - 1e-6 <= check.travel_z < goal[2] + 0.08
+        bridge.commanded_z.clear()
+        m = robo.move_to("right", goal, yaw=0.0, path="transit")
+        assert m.reached, m.reason
+        assert m.travel_z == [pytest.approx(check.travel_z)]
+        assert check.steps <= m.steps_used <= check.steps + robo._config.settle_steps
+        zs = bridge.commanded_z
+        last_high = max(i for i, z in enumerate(zs) if z >= check.travel_z - 0.005)
+        assert min(zs[: last_high + 1]) >= min(zs[0], check.travel_z) - 0.005  # never under it before the descent
+        assert all(np.diff(zs[last_high:]) < 0.002)
+        # A goal whose every travel height down to 3 cm above it is out of reach is still refused, saying so.
+        far = robo.check_move("right", [0.3, 0.3, 0.85], yaw=0.0, path="transit")
+        assert not far.feasible and "z=0.880" in far.reason, far.reason
+    finally:
+        env.close()
