@@ -69,7 +69,7 @@ class Descent:
     """Outcome of a guarded descent or guarded move."""
 
     arm: str
-    stopped_by: str  # "contact" (the arm lagged its command), "target" (reached the requested z), "no_ik"
+    stopped_by: str  # "contact" (the arm lagged its command, or a held object slipped), "target" (reached it), "no_ik"
     contact: bool
     tcp: list[float]  # measured TCP [x, y, z] where it stopped
     travelled_m: float  # how far the TCP went (down, for a descent; along the motion, for guarded_move)

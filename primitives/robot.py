@@ -164,8 +164,9 @@ class Robo:
 
         Orientation: yaw=a gives a top-down pose (fingers pointing straight down, closing along heading a; a and
         a + pi are the same grasp, the one nearer the current wrist is used, so arm().yaw may read a +- pi);
-        with yaw, tilt=t (0 .. 1.0 rad) leans the fingers t from vertical, away from the arm's base, which
-        reaches farther and higher (the fingers still close along a horizontal line at heading a);
+        with yaw, tilt=t (0 .. 1.0 rad) leans the fingers t from vertical about their closing line, away from the
+        arm's base: it reaches farther and higher with that line across the direction from the base (a = that
+        direction + pi/2), not along it;
         quat=[qw, qx, qy, qz] gives the full ee-link orientation; neither keeps the current orientation.
         path="line" moves the TCP along a straight line (fails without moving if the line leaves the reach);
         path="joint" interpolates the joints (faster, curved path: lift clear of objects first).
@@ -179,6 +180,7 @@ class Robo:
         t0 = time.perf_counter()
         targets, args = self._move_request(arm, xyz, yaw, tilt, quat, path, speed, clearance)
         result = self._with_orientation_hint(self._move(targets, path, speed, clearance), yaw, quat)
+        result = self._with_tilt_hint(result, arm, xyz, yaw, tilt)
         self._log("move_to", args, result, t0, result.steps_used)
         return result
 
@@ -207,6 +209,7 @@ class Robo:
             zs += [float(kin.fk(q, "tcp")[2, 3]) for q in plans[arm]]
             result = MoveCheck(arm, True, "", len(plans[arm]), round(min(zs), 4), round(max(zs), 4),
                                round(travel.get(arm, 0.0), 4))
+        result = self._with_tilt_hint(result, arm, xyz, yaw, tilt)
         self._log("check_move", args, result, time.perf_counter(), 0)
         return result
 
@@ -217,6 +220,22 @@ class Robo:
             return result
         return replace(result, reason=result.reason + " (no yaw given: it keeps the current orientation, which may"
                                                       " not reach there; a yaw gives a top-down pose)")
+
+    def _with_tilt_hint(self, result: R, arm: str, xyz: Sequence[float], yaw: float | None, tilt: float) -> R:
+        """A refused tilted pose whose closing line points within 60 deg of the arm's base names the yaw across
+        (trial O: tilt leans about the closing line, so along the direction from the base it gains no reach)."""
+        if getattr(result, "planned", getattr(result, "feasible", True)) or yaw is None or not tilt:
+            return result
+        if "reach" not in result.reason and "no IK solution" not in result.reason:
+            return result
+        base = self._station.arms[arm].base_position
+        toward = math.atan2(float(xyz[1]) - base[1], float(xyz[0]) - base[0])
+        off = (float(yaw) - toward) % math.pi  # a yaw and yaw + pi are the same closing line
+        if min(off, math.pi - off) > math.radians(60):
+            return result
+        across = (toward + math.pi / 2 + math.pi / 2) % math.pi - math.pi / 2  # in [-pi/2, pi/2)
+        return replace(result, reason=result.reason + f" (tilt leans about the closing line, which points near the"
+                                                      f" arm's base at this yaw: try yaw={across:.2f}, across it)")
 
     def _move_request(
         self, arm: str, xyz: Sequence[float], yaw: float | None, tilt: float, quat: Sequence[float] | None,

@@ -102,3 +102,24 @@ def test_transit_to_a_raised_goal_near_its_reach_lowers_its_travel_down_to_3_cm_
         assert not far.feasible and "z=0.880" in far.reason, far.reason
     finally:
         env.close()
+
+
+def test_a_tilted_pose_refused_with_the_closing_line_toward_the_base_names_the_yaw_that_reaches():
+    # Trial O, general_pickup: a bottle 0.49 m from the right base; every yaw=pi/2 pose with tilt came back "out of
+    # reach": tilt leans about the closing line, and pi/2 pointed that line (nearly) at the base.
+    import re
+
+    env, bridge, robo = episode("general_pickup", 12, "right")
+    try:
+        target = [0.386, 0.028, 0.95]
+        refused = robo.check_move("right", target, yaw=1.57, tilt=0.5, path="joint")
+        assert not refused.feasible
+        found = re.search(r"yaw=(-?\d+\.\d+)", refused.reason)
+        assert found and "closing line" in refused.reason, refused.reason
+        across = float(found.group(1))
+        assert robo.check_move("right", target, yaw=across, tilt=0.5, path="joint").feasible
+        # The hint is for tilted poses only: a refused top-down pose says nothing of it.
+        plain = robo.check_move("right", target, yaw=1.57, path="joint")
+        assert not plain.feasible and "closing line" not in plain.reason
+    finally:
+        env.close()
