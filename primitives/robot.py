@@ -7,6 +7,7 @@ the command engine behind it (`primitives.command_engine`) runs the chunks and o
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, is_dataclass, replace
@@ -59,6 +60,20 @@ class RoboConfig:
     held_threshold: float = 0.05
     press_lag_m: float = 0.001  # before closing: measured TCP this far above its command = pressing on something
     stalled_open_value: float = 0.7  # close() read at or above this: lift 2 mm and read again (pads dragging)
+
+
+_FILLER_WORDS = frozenset("a an the and or of with on in at to".split())
+
+
+def _not_found_hint(text: str) -> str:
+    """What to try after a description matched nothing: fewer words, taken from the text itself (trial O: "red and
+    white checkered block" matched nothing where "checkered block" did). Names nothing the caller did not write."""
+    words = [w for w in re.findall(r"[\w-]+", text) if w.lower() not in _FILLER_WORDS]
+    tries = ([repr(" ".join(words[-2:]))] if len(words) > 2 else []) + ([repr(words[-1])] if len(words) > 1 else [])
+    if not tries:
+        return " (hidden? look_at it with a wrist camera, or move an arm out of the head camera's view; or another name)"
+    return (f" (segmentation wants a short noun phrase; a word that does not fit the object loses the match: try "
+            f"{' or '.join(tries)}, with near=[x, y] to pick one)")
 
 
 class Robo:
@@ -345,7 +360,7 @@ class Robo:
         Contact = the measured TCP lags its command by more than ${contact_lag_mm} mm (the arm is stiff, so lag means
         something blocks it) or, with an object held, the gripper value shifts (it met something and slips in the
         grip); the arm then stops pressing. Setting a held object down: aim z a few mm below the expected contact;
-        contact is found within speed x 0.08 s (it slips that far). speed is in m/s (0.005 .. 0.2).
+        contact comes at most speed x 0.08 s late (the object slips that far up in the grip). speed is in m/s (0.005 .. 0.2).
         """
         t0 = time.perf_counter()
         self._check_arm(arm)
@@ -423,7 +438,8 @@ class Robo:
         self, text: str, *, cameras: Sequence[str] | None = None, min_score: float = 0.3,
         near: Sequence[float] | None = None,
     ) -> Located:
-        """Find an object by a short description ("red block", "blue cup") in the latest images.
+        """Find an object by a short description ("red block", "blue cup"; extra words can lose the match) in the
+        latest images.
 
         Uses the head camera, plus any wrist camera that also sees the object, or depth when the station sends
         it. Returns its top centre, footprint, heading and height; `method` says how it was measured: "depth";
@@ -458,6 +474,8 @@ class Robo:
                 result = min(measured, key=lambda r: math.dist(r.xyz[:2], point[:2]))
             else:
                 result = self._perception.locate(self._obs, text.strip(), cameras=cameras, min_score=min_score)
+        if not result.found and "no instance of" in result.reason:
+            result = replace(result, reason=result.reason + _not_found_hint(text))
         self._log("locate", {"text": text, "cameras": cameras, "min_score": min_score, "near": near}, result, t0, 0)
         return result
 

@@ -123,3 +123,39 @@ def test_a_tilted_pose_refused_with_the_closing_line_toward_the_base_names_the_y
         assert not plain.feasible and "closing line" not in plain.reason
     finally:
         env.close()
+
+
+def test_a_description_that_matches_nothing_says_to_try_fewer_of_its_own_words():
+    # Trial O, stack_blocks: locate("red and white checkered block") came back "no instance ... in cam_head; ... in
+    # cam_left_wrist; ... in cam_right_wrist" where locate("checkered block") found the block; nothing said so.
+    import re
+
+    from primitives.perception import Perception
+    from primitives.seg_client import SegmentationClient
+    from pyrua_dojo.seg_service.serve import serve_twin
+    from pyrua_dojo.twin.env import TwinConfig
+
+    env = TwinEnv(TwinConfig(segmentation=True))
+    env.reset("stack_blocks", 12, 0)
+    server = serve_twin(env.truth(0).mask_oracle)
+    try:
+        bridge = EnvBridge(env)
+        robo = Robo(bridge, bridge.first_observation(), station=STATION, step_limit=env.step_lim,
+                    perception=Perception(STATION, KIN, SegmentationClient(server.url, retries=0)))
+        text = "red and white checkered block"
+        miss = robo.locate(text)
+        assert not miss.found and "cam_head" in miss.reason
+        suggested = re.findall(r"'([^']+)'", miss.reason.rsplit(" try ", 1)[-1])
+        assert suggested[:2] == ["checkered block", "block"], miss.reason
+        # The hint is made of the caller's own words: it names nothing the agent could not know.
+        assert all(set(s.split()) <= set(text.split()) for s in suggested)
+        hit = robo.locate(suggested[0])
+        assert hit.found, hit.reason
+        block = env.truth(0).object_poses()["block_1"]  # the red checkered one
+        assert np.linalg.norm(np.array(hit.xyz[:2]) - block[:2]) < 0.01
+        # A one-word description that matches nothing gets the other advice.
+        lone = robo.locate("pyramid")
+        assert not lone.found and "look_at" in lone.reason
+    finally:
+        server.close()
+        env.close()
