@@ -357,10 +357,10 @@ class Robo:
     def descend(self, arm: str, *, z: float | None = None, by: float | None = None, speed: float = 0.05) -> Descent:
         """Guarded descent: lower the TCP straight down until contact, or until it reaches z (or goes down `by` m).
 
-        Contact = the measured TCP lags its command by more than ${contact_lag_mm} mm (the arm is stiff, so lag means
-        something blocks it) or, with an object held, the gripper value shifts (it met something and slips in the
-        grip); the arm then stops pressing. Setting a held object down: aim z a few mm below the expected contact;
-        contact comes at most speed x 0.08 s late (the object slips that far up in the grip). speed is in m/s (0.005 .. 0.2).
+        Contact = the measured TCP lags its command by more than ${contact_lag_mm} mm (something blocks the stiff arm)
+        or, holding an object, the gripper value shifts (the object met something); the arm then stops pressing. To
+        set a held object down, aim z a few mm below the expected contact (found within speed x 0.08 s: it slips up
+        that far in the grip). speed is in m/s (0.005 .. 0.2).
         """
         t0 = time.perf_counter()
         self._check_arm(arm)
