@@ -358,9 +358,9 @@ class Robo:
         """Guarded descent: lower the TCP straight down until contact, or until it reaches z (or goes down `by` m).
 
         Contact = the measured TCP lags its command by more than ${contact_lag_mm} mm (something blocks the stiff arm),
-        or, holding an object, by 1 mm more than in free air (the object met something and slips up in the grip);
-        the arm then stops pressing. To set a held object down, aim z a few mm below the expected contact (found
-        within speed x 0.08 s: it slips that far). speed is in m/s (0.005 .. 0.2).
+        or, holding an object, its lag grows 0.8 mm (the object met something and slips up in the grip); the arm
+        then stops pressing. To set a held object down, aim z a few mm below the expected contact (it is
+        caught within speed x 0.08 s of travel: the object slips up that far). speed is in m/s (0.005 .. 0.2).
         """
         t0 = time.perf_counter()
         self._check_arm(arm)
@@ -870,7 +870,8 @@ class Robo:
         # A held object that meets something slips in the grip before the arm lags 3 mm: the lag rises to the grip's
         # friction, 1.2-1.6 mm set down on the table, 2.2-2.9 mm on a block (trial O; twin, 4-6 cm cubes). In free
         # air it is steady after the first chunk, 3.7 mm per m/s of speed (rises under 0.05 mm).
-        holding = float(self._obs.gripper[arm]) > self._cmd_g[arm] + cfg.held_threshold
+        # Downward only: a held tool pushing a free object sideways (guarded_move) must not stop on its friction.
+        holding = float(self._obs.gripper[arm]) > self._cmd_g[arm] + cfg.held_threshold and direction[2] < -0.9
         least_lag = math.inf  # the rise counts, not the lag: the free offset may be a mm off (noted while settling)
         while True:
             ds = [min(length, done + per_step * (i + 1)) for i in range(cfg.descent_chunk_steps)]
