@@ -54,7 +54,7 @@ class RoboConfig:
     settle_steps: int = 3  # extra hold steps allowed after a motion to settle
     descent_chunk_steps: int = 2  # actions per chunk during a guarded descent
     contact_lag_m: float = 0.003  # measured TCP this far above its command = contact
-    held_lag_rise_m: float = 0.0008  # holding: the TCP lag rising this much over its least in a guarded motion = contact
+    held_lag_rise_m: float = 0.0008  # holding: the TCP lag rising this much over its least in a descent = contact
     grip_steps: int = 3  # actions to swing the gripper
     grip_settle_steps: int = 6  # more actions at most, until the reported value stops changing
     held_threshold: float = 0.05
@@ -71,7 +71,7 @@ def _not_found_hint(text: str) -> str:
     words = [w for w in re.findall(r"[\w-]+", text) if w.lower() not in _FILLER_WORDS]
     tries = ([repr(" ".join(words[-2:]))] if len(words) > 2 else []) + ([repr(words[-1])] if len(words) > 1 else [])
     if not tries:
-        return " (hidden? look_at it with a wrist camera, or move an arm out of the head camera's view; or another name)"
+        return " (hidden? look_at it with a wrist camera or move an arm out of the head camera's view; or other words)"
     return (f" (segmentation wants a short noun phrase; a word that does not fit the object loses the match: try "
             f"{' or '.join(tries)}, with near=[x, y] to pick one)")
 
@@ -188,8 +188,8 @@ class Robo:
         path="transit" rises straight up, travels (joints, or a line where the joint path would dip) and comes
         straight down: the way to carry or leave something low. It travels `clearance` m above the higher of start
         and goal, or if that is out of reach as high as reachable, never under 3 cm (or `clearance`, if less) above
-        the goal (travel_z says the height). Heights are the TCP's: the fingertips hang 25 mm lower, a held object lower
-        still. speed in (0, 1] scales the peak speed (1 = near the joint velocity limits).
+        the goal (travel_z says the height). Heights are the TCP's: the fingertips hang 25 mm lower, a held object
+        lower still. speed in (0, 1] scales the peak speed (1 = near the joint velocity limits).
         check_move() plans the same motion without moving.
         """
         t0 = time.perf_counter()
@@ -774,7 +774,8 @@ class Robo:
             first = first or legs
         hint = '; path="joint" does not rise first and may still reach it (check_move says how low it dips)'
         if len(heights) > 1:
-            return f"{first}; nor at any lower height down to z={low:.3f} ({100 * (low - z_goal):.0f} cm above the goal){hint}"
+            above = f"{100 * (low - z_goal):.0f} cm above the goal"
+            return f"{first}; nor at any lower height down to z={low:.3f} ({above}){hint}"
         return first + hint
 
     def _transit_at(self, arm: str, goal: FloatArray, speed: float, z: float) -> list[FloatArray] | str:
