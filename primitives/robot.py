@@ -485,7 +485,7 @@ class Robo:
         """Every object matching the description ("block"), each measured as by locate; best score first.
 
         An instance that was segmented but could not be measured comes last, with found=False, xyz=[] and the
-        reason; [] when nothing matched.
+        reason; [] when nothing matched (locate(text) says what to try).
         """
         t0 = time.perf_counter()
         if not isinstance(text, str) or not text.strip():
