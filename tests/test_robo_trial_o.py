@@ -185,3 +185,43 @@ def test_a_bottle_from_above_is_held_by_its_neck_or_by_its_body_top_as_the_notes
         assert truth.object_poses()[label][2] > bottle[2] + 0.03  # lifted with the gripper
     finally:
         env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", [0, 2])
+def test_a_held_block_descends_in_free_air_to_its_target_and_is_set_down_as_contact_on_a_drawn_station(layout):
+    # The held-object rule (the lag grows 0.8 mm) against false contacts: fast descents with the block swinging in
+    # the grip, right after joint moves, on a station a little unlike the model the agent assumes.
+    from pyrua_dojo.twin.env import TwinConfig
+    from pyrua_dojo.twin.station_draw import station_for_layout
+
+    env = TwinEnv(TwinConfig(station=station_for_layout("unknown", 10, layout)))
+    try:
+        env.reset("stack_blocks", 10, layout)
+        truth = env.truth(0)
+        labels = sorted(truth.object_poses())
+        for i, label in enumerate(labels):  # one block in front of the right arm, the others out of the way
+            pose = truth.object_poses()[label].copy()
+            pose[:2] = (0.2, -0.15) if i == 0 else (-0.5, -0.3 + 0.1 * i)
+            truth.set_object_pose(label, pose)
+        bridge = EnvBridge(env)
+        robo = Robo(bridge, bridge.first_observation(), station=STATION, step_limit=env.step_lim)
+        robo.wait(5)
+        table = truth.station.table.top_z
+        block = truth.object_poses()[labels[0]]
+        size = 2 * (block[2] - table)
+        assert robo.move_to("right", [block[0], block[1], TABLE + size + 0.06], yaw=0.0, path="joint").reached
+        robo.descend("right", z=TABLE + 0.03, speed=0.1)
+        assert robo.close("right").held
+        for speed in (0.2, 0.1, 0.05):
+            for goal in ([0.25, -0.2, TABLE + 0.13], [0.1, -0.25, TABLE + 0.14]):
+                assert robo.move_to("right", goal, yaw=0.0, path="joint").reached
+                free = robo.descend("right", by=0.05, speed=speed)
+                assert free.stopped_by == "target", (speed, goal, free)
+        assert robo.move_to("right", [0.25, -0.2, TABLE + 0.13], yaw=0.0, path="joint").reached
+        bottom = truth.object_poses()[labels[0]][2] - size / 2
+        d = robo.descend("right", by=bottom - table + 0.006, speed=0.05)  # 6 mm below the table contact
+        assert d.stopped_by == "contact", d
+        assert truth.object_poses()[labels[0]][2] - size / 2 == pytest.approx(table, abs=0.002)
+    finally:
+        env.close()
