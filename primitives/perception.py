@@ -90,8 +90,8 @@ class LocateConfig:
     # Camera model errors (px, one sigma, a rigid image shift) that a fit's stated uncertainty carries (the fit's own
     # statistics cannot see them: two views with shifted images still fit a solid, at the wrong height): the head
     # camera's; a wrist camera's as a share of its fingertips' offset from the model, or when they were not seen.
-    model_px_head: float = 1.0
-    model_px_share: float = 0.25
+    model_px_head: float = 1.5
+    model_px_share: float = 0.35
     model_px_unchecked: float = 4.0
     model_px_cut: float = 2.0  # added for a view whose mask touches its image border (its model is least sure there)
     # Least uncertainty stated per method (xy, top height), metres: the model error the fit's own statistics miss.
