@@ -784,8 +784,9 @@ class Perception:
         return out, used, method, masks
 
     def _top_hidden(self, views: Sequence[View], fit: SolidFit) -> list[str]:
-        """The cameras seeing the object from the side (under 60 deg elevation) when an arm may hide the top of the
-        fitted solid in every one of them (over 30 % of its top outline under the arms' silhouettes); else []."""
+        """The cameras seeing the object from the side (under 66 deg elevation: the head camera at up to 62 deg, not a
+        wrist camera after look_at at 70) when an arm may hide the top of the fitted solid in every one of them (over
+        30 % of its top outline under the arms' silhouettes); else []."""
         if fit.shape == "cylinder":
             ang = np.linspace(0.0, 2 * math.pi, 16, endpoint=False)
             ring = np.stack([np.cos(ang), np.sin(ang)], axis=-1) * fit.length / 2
@@ -797,7 +798,7 @@ class Perception:
         side, hidden = [], []
         for v in views:
             rel = np.array([fit.centre[0], fit.centre[1], fit.top]) - v.camera.position
-            if -rel[2] / float(np.linalg.norm(rel)) > math.sin(math.radians(60.0)) or v.occluded is None:
+            if -rel[2] / float(np.linalg.norm(rel)) > math.sin(math.radians(66.0)) or v.occluded is None:
                 continue
             side.append(v.camera.name)
             uv, d = v.camera.project(top)
