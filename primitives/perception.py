@@ -94,6 +94,7 @@ class LocateConfig:
     model_px_share: float = 0.35
     model_px_unchecked: float = 4.0
     model_px_cut: float = 2.0  # added for a view whose mask touches its image border (its model is least sure there)
+    model_px_sliver: float = 6.0  # ... and this for one that shows the object at the border only (used when alone)
     # Least uncertainty stated per method (xy, top height), metres: the model error the fit's own statistics miss.
     uncertainty_floor_m: Mapping[str, tuple[float, float]] = field(default_factory=lambda: {
         "fit": (0.0015, 0.0015), "depth": (0.0015, 0.0015), "head+wrist": (0.003, 0.004), "wrist": (0.01, 0.03),
@@ -648,7 +649,8 @@ class Perception:
         cams = {primary: self.camera(obs, primary)}
         masks = {primary: mask}
         rays = {}
-        refused: list[str] = []  # views left out, why
+        slivers: list[tuple[str, Camera, np.ndarray, float]] = []  # views mostly outside their image
+        sliver_used = ""
         cut: list[str] = []  # views used whose mask touches the image border
         for other in allowed:
             if other == primary:
@@ -661,12 +663,20 @@ class Perception:
             if share > self.config.max_border_share:
                 # A sliver at the image's edge: most of the object is outside, and a wrist camera's model is least
                 # sure there (a turned mount moves the corners most); it would place the support by a few pixels.
-                refused.append(f"{other} not used: the object shows at its image border only ({100 * share:.0f}% of "
-                               "its outline on the border)")
+                slivers.append((other, cam, m, share))
                 continue
             cams[other], masks[other] = cam, m
             if share > 0:
                 cut.append(other)
+        if len(masks) < 2 and slivers:
+            # No better second view: the largest sliver is used, with the uncertainty of a camera model off by
+            # `model_px_sliver` there (the support it gives is no more than a hint).
+            other, cam, m, _ = max(slivers, key=lambda t: int(t[2].sum()))
+            cams[other], masks[other] = cam, m
+            cut.append(other)
+            sliver_used = other
+        refused = [f"{o} not used: the object shows at its image border only ({100 * sh:.0f}% of its outline on the "
+                   "border)" for o, _, _, sh in slivers if o != sliver_used]
         if len(masks) < 2:
             return None
         views: list[View] = []
@@ -713,7 +723,8 @@ class Perception:
         support = fit.bottom - table_z
         # The cameras' model errors move the fitted solid: up and down above all, which the residuals do not show.
         model_px = [(self.config.model_px_head if n == HEAD else self._view_model_px.get(n, 0.0))
-                    + (self.config.model_px_cut if n in cut else 0.0) for n in view_names]
+                    + (self.config.model_px_cut if n in cut else 0.0)
+                    + (self.config.model_px_sliver if n == sliver_used else 0.0) for n in view_names]
         m_xy, m_top, m_bottom = fit.model_sigma(model_px)
         sig_bottom = math.hypot(fit.sigma_bottom, m_bottom)
         if support < 0.004 and support + 2 * sig_bottom < 0.01:
@@ -724,12 +735,19 @@ class Perception:
             worst = "on the table" if support < 0.004 else f"{1000 * support:.0f} mm above the table"
             rests = (f"support uncertain: {worst}, +-{1000 * 2 * sig_bottom:.0f} mm (camera model; on the table "
                      f"or on something up to {1000 * (support + 2 * sig_bottom):.0f} mm high)")
+        # A sliver decides nothing: the result may be as far off as the lead camera's table-plane estimate is from it.
+        sliver_gap = (0.0, 0.0)
+        if sliver_used and holder is None:
+            sliver_gap = (float(np.linalg.norm(fit.centre - est.xy)), abs(fit.top - (table_z + est.height)))
+            if support >= 0.004:
+                rests = (f"support uncertain: {1000 * support:.0f} mm above the table by {sliver_used}, which sees it "
+                         "at its image border only; on the table by the table-plane estimate")
         if holder is not None:
             rests = (f"held by the {holder[0]} gripper (assumed centred between its pads, as wide as they are apart: "
                      f"{1000 * holder[3]:.0f} mm)")
         notes = [f"{fit.shape} fitted to the masks of {', '.join(masks)} (rms {fit.rms_px:.1f} px): {rests}"]
         edge_only = [n for n in view_names if n != HEAD] and all(n in cut for n in view_names if n != HEAD)
-        if edge_only and holder is None:
+        if edge_only and holder is None and not (sliver_used and support >= 0.004):
             notes.append("the support and the height rest on " + ", ".join(n for n in view_names if n in cut)
                          + " where the object is cut by the image border: less sure (look_at it to measure it)")
         notes += refused
@@ -737,6 +755,7 @@ class Perception:
             notes.append(f"a narrower part stands on it (a neck, a knob: {2000 * neck[1]:.0f} mm wide, fitted as a "
                          f"cylinder): the top is its top")
         sig_xy, sig_top = math.hypot(fit.sigma_xy, m_xy), math.hypot(fit.sigma_top, m_top)
+        sig_xy, sig_top = max(sig_xy, sliver_gap[0]), max(sig_top, sliver_gap[1])
         if fit.rms_px > 0.5:
             # Silhouettes the solid does not explain (a neck, a handle, a dome, a cup's faceted wall): the top is less
             # sure (a mug fitted at 0.7 px was 5 mm low); named from 0.8 px.
