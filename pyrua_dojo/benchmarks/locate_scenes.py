@@ -202,7 +202,8 @@ def scenario_wrist_edge(env: TwinEnv, robo: Robo, rng: np.random.Generator) -> s
         fix = np.array(aim[:2]) + (np.array(xy) - np.array(lead[:2]))
         if robo.look_at(arm, [float(fix[0]), float(fix[1]), top]).planned:
             uv = robo.project(cam, [float(xy[0]), float(xy[1]), top])
-            if uv is not None and min(abs(uv[0]), abs(uv[0] - meta.width), abs(uv[1])) < 30 and uv[1] < 0.7 * meta.height:
+            near_border = uv is not None and min(abs(uv[0]), abs(uv[0] - meta.width), abs(uv[1])) < 30
+            if near_border and uv is not None and uv[1] < 0.7 * meta.height:
                 return label
     return ""
 
