@@ -440,7 +440,11 @@ class Perception:
                         est = replace(est, sigma_xy=max(0.02, max(est.length, est.width) / 2),
                                       notes=est.notes + "; an arm may hide part of its top: centre uncertain")
         if not method:
-            fitted = self._fit_estimate(obs, text, min_score, primary, mask, est, allowed)
+            seen: list[str] = []
+            fitted = self._fit_estimate(obs, text, min_score, primary, mask, est, allowed, slivers_seen=seen)
+            if fitted is None and seen:
+                # The views that are not slivers do not fit: the slivers too (less sure, as their use says).
+                fitted = self._fit_estimate(obs, text, min_score, primary, mask, est, allowed, with_slivers=True)
             if fitted is not None:
                 est, used, method, views = fitted
                 notes = [n for n in notes if not any(n.startswith(f"{c} not used") for c in used)]
@@ -642,6 +646,8 @@ class Perception:
         mask: np.ndarray,
         est: Estimate,
         allowed: list[str],
+        with_slivers: bool = False,
+        slivers_seen: list[str] | None = None,
     ) -> tuple[Estimate, list[str], str, dict[str, np.ndarray]] | None:
         """Fit a box or cylinder on an unknown support to the masks of every camera that sees the object (see
         `primitives.solid_fit`); None when fewer than two cameras see it or the fit does not match the masks."""
@@ -650,7 +656,7 @@ class Perception:
         masks = {primary: mask}
         rays = {}
         slivers: list[tuple[str, Camera, np.ndarray, float]] = []  # views mostly outside their image
-        sliver_used = ""
+        sliver_used: list[str] = []
         cut: list[str] = []  # views used whose mask touches the image border
         for other in allowed:
             if other == primary:
@@ -664,19 +670,23 @@ class Perception:
                 # A sliver at the image's edge: most of the object is outside, and a wrist camera's model is least
                 # sure there (a turned mount moves the corners most); it would place the support by a few pixels.
                 slivers.append((other, cam, m, share))
-                continue
+                if slivers_seen is not None:
+                    slivers_seen.append(other)
+                if not with_slivers:
+                    continue
+                sliver_used.append(other)
             cams[other], masks[other] = cam, m
             if share > 0:
                 cut.append(other)
-        if len(masks) < 2 and slivers:
+        if len(masks) < 2 and slivers and not sliver_used:
             # No better second view: the largest sliver is used, with the uncertainty of a camera model off by
             # `model_px_sliver` there (the support it gives is no more than a hint).
             other, cam, m, _ = max(slivers, key=lambda t: int(t[2].sum()))
             cams[other], masks[other] = cam, m
             cut.append(other)
-            sliver_used = other
+            sliver_used.append(other)
         refused = [f"{o} not used: the object shows at its image border only ({100 * sh:.0f}% of its outline on the "
-                   "border)" for o, _, _, sh in slivers if o != sliver_used]
+                   "border)" for o, _, _, sh in slivers if o not in sliver_used]
         if len(masks) < 2:
             return None
         views: list[View] = []
@@ -724,7 +734,7 @@ class Perception:
         # The cameras' model errors move the fitted solid: up and down above all, which the residuals do not show.
         model_px = [(self.config.model_px_head if n == HEAD else self._view_model_px.get(n, 0.0))
                     + (self.config.model_px_cut if n in cut else 0.0)
-                    + (self.config.model_px_sliver if n == sliver_used else 0.0) for n in view_names]
+                    + (self.config.model_px_sliver if n in sliver_used else 0.0) for n in view_names]
         m_xy, m_top, m_bottom = fit.model_sigma(model_px)
         sig_bottom = math.hypot(fit.sigma_bottom, m_bottom)
         if support < 0.004 and support + 2 * sig_bottom < 0.01:
@@ -740,8 +750,9 @@ class Perception:
         if sliver_used and holder is None:
             sliver_gap = (float(np.linalg.norm(fit.centre - est.xy)), abs(fit.top - (table_z + est.height)))
             if support >= 0.004:
-                rests = (f"support uncertain: {1000 * support:.0f} mm above the table by {sliver_used}, which sees it "
-                         "at its image border only; on the table by the table-plane estimate")
+                rests = (f"support uncertain: {1000 * support:.0f} mm above the table by a fit that needs "
+                         f"{', '.join(sliver_used)}, which sees it at its image border only; on the table by the "
+                         "table-plane estimate")
         if holder is not None:
             rests = (f"held by the {holder[0]} gripper (assumed centred between its pads, as wide as they are apart: "
                      f"{1000 * holder[3]:.0f} mm)")
