@@ -48,7 +48,16 @@ from primitives.mask_geometry import (
 from primitives.results import CameraMeta, Located
 from primitives.seg_contract import Instance
 from primitives.seg_client import SegmentationClient
-from primitives.solid_fit import SolidFit, View, fit_held_box, fit_neck, fit_solid, hull_view
+from primitives.solid_fit import (
+    NECK_POINTS,
+    SolidFit,
+    View,
+    fit_held_box,
+    fit_neck,
+    fit_solid,
+    hull_view,
+    points_above,
+)
 
 HEAD = "cam_head"
 
@@ -59,6 +68,7 @@ class LocateConfig:
 
     min_area_px: int = 12  # smaller instances are ignored (spurious blobs, slivers)
     border_px: int = 1  # a mask this close to the image edge is cut off by it
+    max_border_share: float = 0.2  # a view whose mask has more of its outline on the image border is not fitted
     bins: int = 48  # angular bins of a mask outline around a camera's foot point
     min_bin_points: int = 2
     depth_table_margin_m: float = 0.0015  # depth points this close to the table are table
@@ -77,6 +87,14 @@ class LocateConfig:
     straight_ratio: float = 0.12  # near edge sagitta / chord below this: one face seen
     prior_error_m: float = 0.003  # how far a footprint edge placed by the symmetric prior may be off
     fit_max_rms_px: float = 3.0  # a solid fit matching the masks worse than this is not used
+    # Camera model errors (px, one sigma, a rigid image shift) that a fit's stated uncertainty carries (the fit's own
+    # statistics cannot see them: two views with shifted images still fit a solid, at the wrong height): the head
+    # camera's; a wrist camera's as a share of its fingertips' offset from the model, or when they were not seen.
+    model_px_head: float = 1.5
+    model_px_share: float = 0.35
+    model_px_unchecked: float = 4.0
+    model_px_cut: float = 2.0  # added for a view whose mask touches its image border (its model is least sure there)
+    model_px_sliver: float = 6.0  # ... and this for one that shows the object at the border only (used when alone)
     # Least uncertainty stated per method (xy, top height), metres: the model error the fit's own statistics miss.
     uncertainty_floor_m: Mapping[str, tuple[float, float]] = field(default_factory=lambda: {
         "fit": (0.0015, 0.0015), "depth": (0.0015, 0.0015), "head+wrist": (0.003, 0.004), "wrist": (0.01, 0.03),
@@ -101,7 +119,9 @@ class Perception:
         self._seg_cache: dict[tuple[int, str, float], tuple[np.ndarray, list[Instance] | str]] = {}
         # Inside _measure only: per wrist camera, the xy shift its fingertips measured (see `_measure`).
         self._wrist_shift: dict[str, FloatArray] = {}
-        self._tips_cache: dict[str, tuple[np.ndarray, FloatArray | None]] = {}
+        self._tips_cache: dict[str, tuple[np.ndarray, FloatArray | None, float]] = {}
+        # Inside _measure only: per camera, how far (px) its model may be off near the object (see `_model_px`).
+        self._view_model_px: dict[str, float] = {}
 
     # ------------------------------------------------------------------ cameras
     def env_origin(self, obs: Observation) -> FloatArray | None:
@@ -284,6 +304,16 @@ class Perception:
             method="", instances=n, reason=reason, step=obs.step,
         )
 
+    def _border_share(self, mask: np.ndarray) -> float:
+        """The share of a mask's outline (its edge pixels) that lies on the image border (0 when it does not touch)."""
+        if not self._touches_border(mask):
+            return 0.0
+        m = mask.astype(np.uint8)
+        edge = m - cv2.erode(m, np.ones((3, 3), np.uint8), borderType=cv2.BORDER_CONSTANT, borderValue=0)
+        b = self.config.border_px
+        on_border = int(edge[:b].sum() + edge[-b:].sum() + edge[b:-b, :b].sum() + edge[b:-b, -b:].sum())
+        return on_border / max(int(edge.sum()), 1)
+
     def _touches_border(self, mask: np.ndarray) -> bool:
         b = self.config.border_px
         return bool(mask[:b].any() or mask[-b:].any() or mask[:, :b].any() or mask[:, -b:].any())
@@ -311,21 +341,34 @@ class Perception:
                 tips = measure_fingertips(obs, arm, station=self.station, kinematics=self.kinematics,
                                           camera=self._posed_camera(obs, name), segmentation=self.segmentation)
                 seen = tips.found and math.hypot(*tips.offset_px) >= CORRECT_FROM_PX
-                hit = (image, np.array(tips.shift_m) if seen else None)
+                off = math.hypot(*tips.offset_px) if tips.found else math.inf
+                hit = (image, np.array(tips.shift_m) if seen else None, off)
                 self._tips_cache[name] = hit
             if hit[1] is not None:
                 shifts[name] = hit[1]
+            self._view_model_px[name] = self._model_px(hit[2])
         self._wrist_shift = shifts
         try:
             result = self._measure_as_modelled(obs, text, primary, inst, n, allowed, min_score)
         finally:
             self._wrist_shift = {}
+            self._view_model_px = {}
         used = [c for c in result.cameras if c in shifts]
         if result.found and used:
             note = "; ".join(f"{c} corrected by its fingertips ({1000 * shifts[c][0]:+.0f}, {1000 * shifts[c][1]:+.0f}"
                              " mm)" for c in used)
             result = replace(result, reason=f"{result.reason}; {note}".strip("; "))
         return result
+
+    def _model_px(self, tips_offset_px: float) -> float:
+        """How far (px, one sigma) a wrist camera's model may be off near the object after the fingertips' correction:
+        a share of the offset they measured (a shift corrects the fingertips' plane only; a turned or raised mount
+        leaves an error elsewhere that grows with it), or `model_px_unchecked` when they were not seen."""
+        if not math.isfinite(tips_offset_px):
+            return self.config.model_px_unchecked
+        if tips_offset_px < CORRECT_FROM_PX:
+            return 0.0
+        return self.config.model_px_share * tips_offset_px
 
     def _measure_as_modelled(
         self,
@@ -397,7 +440,11 @@ class Perception:
                         est = replace(est, sigma_xy=max(0.02, max(est.length, est.width) / 2),
                                       notes=est.notes + "; an arm may hide part of its top: centre uncertain")
         if not method:
-            fitted = self._fit_estimate(obs, text, min_score, primary, mask, est, allowed)
+            seen: list[str] = []
+            fitted = self._fit_estimate(obs, text, min_score, primary, mask, est, allowed, slivers_seen=seen)
+            if fitted is None and seen:
+                # The views that are not slivers do not fit: the slivers too (less sure, as their use says).
+                fitted = self._fit_estimate(obs, text, min_score, primary, mask, est, allowed, with_slivers=True)
             if fitted is not None:
                 est, used, method, views = fitted
                 notes = [n for n in notes if not any(n.startswith(f"{c} not used") for c in used)]
@@ -599,6 +646,8 @@ class Perception:
         mask: np.ndarray,
         est: Estimate,
         allowed: list[str],
+        with_slivers: bool = False,
+        slivers_seen: list[str] | None = None,
     ) -> tuple[Estimate, list[str], str, dict[str, np.ndarray]] | None:
         """Fit a box or cylinder on an unknown support to the masks of every camera that sees the object (see
         `primitives.solid_fit`); None when fewer than two cameras see it or the fit does not match the masks."""
@@ -606,16 +655,42 @@ class Perception:
         cams = {primary: self.camera(obs, primary)}
         masks = {primary: mask}
         rays = {}
+        slivers: list[tuple[str, Camera, np.ndarray, float]] = []  # views mostly outside their image
+        sliver_used: list[str] = []
+        cut: list[str] = []  # views used whose mask touches the image border
         for other in allowed:
             if other == primary:
                 continue
             cam = self.camera(obs, other)
             m = self._epipolar_match(obs, cams[primary], mask, cam, other, text, min_score)
-            if m is not None:
-                cams[other], masks[other] = cam, m
+            if m is None:
+                continue
+            share = self._border_share(m)
+            if share > self.config.max_border_share:
+                # A sliver at the image's edge: most of the object is outside, and a wrist camera's model is least
+                # sure there (a turned mount moves the corners most); it would place the support by a few pixels.
+                slivers.append((other, cam, m, share))
+                if slivers_seen is not None:
+                    slivers_seen.append(other)
+                if not with_slivers:
+                    continue
+                sliver_used.append(other)
+            cams[other], masks[other] = cam, m
+            if share > 0:
+                cut.append(other)
+        if len(masks) < 2 and slivers and not sliver_used:
+            # No better second view: the largest sliver is used, with the uncertainty of a camera model off by
+            # `model_px_sliver` there (the support it gives is no more than a hint).
+            other, cam, m, _ = max(slivers, key=lambda t: int(t[2].sum()))
+            cams[other], masks[other] = cam, m
+            cut.append(other)
+            sliver_used.append(other)
+        refused = [f"{o} not used: the object shows at its image border only ({100 * sh:.0f}% of its outline on the "
+                   "border)" for o, _, _, sh in slivers if o not in sliver_used]
         if len(masks) < 2:
             return None
         views: list[View] = []
+        view_names: list[str] = []
         hidden_in: list[str] = []
         guess = np.array([est.xy[0], est.xy[1], table_z + est.height / 2])
         holder = self._holder(obs, mask_ray(cams[primary], mask))
@@ -628,6 +703,7 @@ class Perception:
             v = hull_view(cams[name], mask_outline(m), robot, mask=m)
             if v is not None:
                 views.append(v)
+                view_names.append(name)
                 rays[name] = mask_ray(cams[name], m)
                 if (cv2.dilate(m.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool) & robot).any():
                     hidden_in.append(name)
@@ -655,16 +731,42 @@ class Perception:
         if neck is not None:
             fit = neck[0]
         support = fit.bottom - table_z
-        rests = ("rests on the table" if support < 0.004 else
-                 f"rests on something {1000 * support:.0f} mm above the table (another object or a gripper)")
+        # The cameras' model errors move the fitted solid: up and down above all, which the residuals do not show.
+        model_px = [(self.config.model_px_head if n == HEAD else self._view_model_px.get(n, 0.0))
+                    + (self.config.model_px_cut if n in cut else 0.0)
+                    + (self.config.model_px_sliver if n in sliver_used else 0.0) for n in view_names]
+        m_xy, m_top, m_bottom = fit.model_sigma(model_px)
+        sig_bottom = math.hypot(fit.sigma_bottom, m_bottom)
+        if support < 0.004 and support + 2 * sig_bottom < 0.01:
+            rests = "rests on the table"
+        elif support - 2 * sig_bottom >= 0.004:
+            rests = f"rests on something {1000 * support:.0f} mm above the table (another object or a gripper)"
+        else:
+            worst = "on the table" if support < 0.004 else f"{1000 * support:.0f} mm above the table"
+            rests = (f"support uncertain: {worst}, +-{1000 * 2 * sig_bottom:.0f} mm (camera model; on the table "
+                     f"or on something up to {1000 * (support + 2 * sig_bottom):.0f} mm high)")
+        # A sliver decides nothing: the result may be as far off as the lead camera's table-plane estimate is from it.
+        sliver_gap = (0.0, 0.0)
+        if sliver_used and holder is None:
+            sliver_gap = (float(np.linalg.norm(fit.centre - est.xy)), abs(fit.top - (table_z + est.height)))
+            if support >= 0.004:
+                rests = (f"support uncertain: {1000 * support:.0f} mm above the table by a fit that needs "
+                         f"{', '.join(sliver_used)}, which sees it at its image border only; on the table by the "
+                         "table-plane estimate")
         if holder is not None:
             rests = (f"held by the {holder[0]} gripper (assumed centred between its pads, as wide as they are apart: "
                      f"{1000 * holder[3]:.0f} mm)")
         notes = [f"{fit.shape} fitted to the masks of {', '.join(masks)} (rms {fit.rms_px:.1f} px): {rests}"]
+        edge_only = [n for n in view_names if n != HEAD] and all(n in cut for n in view_names if n != HEAD)
+        if edge_only and holder is None and not (sliver_used and support >= 0.004):
+            notes.append("the support and the height rest on " + ", ".join(n for n in view_names if n in cut)
+                         + " where the object is cut by the image border: less sure (look_at it to measure it)")
+        notes += refused
         if neck is not None:
             notes.append(f"a narrower part stands on it (a neck, a knob: {2000 * neck[1]:.0f} mm wide, fitted as a "
                          f"cylinder): the top is its top")
-        sig_xy, sig_top = fit.sigma_xy, fit.sigma_top
+        sig_xy, sig_top = math.hypot(fit.sigma_xy, m_xy), math.hypot(fit.sigma_top, m_top)
+        sig_xy, sig_top = max(sig_xy, sliver_gap[0]), max(sig_top, sliver_gap[1])
         if fit.rms_px > 0.5:
             # Silhouettes the solid does not explain (a neck, a handle, a dome, a cup's faceted wall): the top is less
             # sure (a mug fitted at 0.7 px was 5 mm low); named from 0.8 px.
@@ -684,6 +786,13 @@ class Perception:
                          + ": the height assumes straight sides as seen from above (a neck, a knob or a dome on top "
                          "would be missed: look from the side to see it), uncertainty raised")
             sig_top = math.hypot(sig_top, fit.top - fit.bottom)
+        if (fit.shape == "cylinder" and holder is None and neck is None and not hidden_top
+                and points_above(views, fit) >= NECK_POINTS):
+            # Something the cylinder does not model sticks out above it in a side view (a dome, a knob) and no
+            # narrower part explained it: the top may be higher by up to about the body's radius.
+            notes.append("its outline sticks out above the fitted cylinder (a dome or a knob on top?): the top may be "
+                         f"up to {1000 * fit.length / 2:.0f} mm higher, uncertainty raised")
+            sig_top = math.hypot(sig_top, 0.6 * fit.length)
         if fit.left_out:
             notes.append(f"{100 * fit.left_out:.0f}% of its outline sticks out of the {fit.shape} (a handle, a spout?) "
                          "and was left out")
@@ -705,8 +814,9 @@ class Perception:
         return out, used, method, masks
 
     def _top_hidden(self, views: Sequence[View], fit: SolidFit) -> list[str]:
-        """The cameras seeing the object from the side (under 60 deg elevation) when an arm may hide the top of the
-        fitted solid in every one of them (over 30 % of its top outline under the arms' silhouettes); else []."""
+        """The cameras seeing the object from the side (under 66 deg elevation: the head camera at up to 62 deg, not a
+        wrist camera after look_at at 70) when an arm may hide the top of the fitted solid in every one of them (over
+        30 % of its top outline under the arms' silhouettes); else []."""
         if fit.shape == "cylinder":
             ang = np.linspace(0.0, 2 * math.pi, 16, endpoint=False)
             ring = np.stack([np.cos(ang), np.sin(ang)], axis=-1) * fit.length / 2
@@ -718,7 +828,7 @@ class Perception:
         side, hidden = [], []
         for v in views:
             rel = np.array([fit.centre[0], fit.centre[1], fit.top]) - v.camera.position
-            if -rel[2] / float(np.linalg.norm(rel)) > math.sin(math.radians(60.0)) or v.occluded is None:
+            if -rel[2] / float(np.linalg.norm(rel)) > math.sin(math.radians(66.0)) or v.occluded is None:
                 continue
             side.append(v.camera.name)
             uv, d = v.camera.project(top)

@@ -80,6 +80,22 @@ class SolidFit:
     sigma_top: float
     hidden_fraction: float  # share of seen silhouette points off the mask by over 3 px (hidden by something unknown)
     left_out: float = 0.0  # share of the masks' outline points left out as a part the solid does not model
+    # Per view (same order as the views fitted): how far the footprint centre, the top and the bottom move (metres)
+    # when that view's image is shifted by one pixel (u, v combined in quadrature): the fit's sensitivity to an error
+    # of that camera's model (`model_sigma`).
+    shift_xy: tuple[float, ...] = ()
+    shift_top: tuple[float, ...] = ()
+    shift_bottom: tuple[float, ...] = ()
+    sigma_bottom: float = 0.0
+
+    def model_sigma(self, view_px: Sequence[float]) -> tuple[float, float, float]:
+        """(xy, top, bottom) one-sigma errors (m) from the cameras' model errors, `view_px` pixels per view (a
+        rigid image shift of each view, independent between views)."""
+        if len(view_px) != len(self.shift_xy):
+            return 0.0, 0.0, 0.0
+        px = np.asarray(view_px, float)
+        return tuple(float(np.sqrt(np.sum((np.asarray(a) * px) ** 2)))  # type: ignore[return-value]
+                     for a in (self.shift_xy, self.shift_top, self.shift_bottom))
 
 
 def hull_view(
@@ -220,22 +236,12 @@ def fit_neck(views: Sequence[View], body: SolidFit) -> tuple[SolidFit, float] | 
     above the body in a view from the side (over `NECK_PX`, not beside it): its radius and height fitted with the body fixed, the masks
     compared with the union of the two silhouettes. Returns the body with its top raised to the neck's and the
     neck's radius; None when nothing sticks out or the neck does not explain it."""
-    if body.shape != "cylinder":
+    if body.shape != "cylinder" or points_above(views, body) < NECK_POINTS:
         return None
     cx, cy = (float(v) for v in body.centre)
     r, s, h = body.length / 2.0, body.bottom, body.top - body.bottom
     xb = np.array([cx, cy, r, s, h])
     samples = _samples(views, "cylinder", full=True)
-    above = 0
-    for pts, v in samples:
-        rel = np.array([cx, cy, s + h]) - v.camera.position
-        if -rel[2] / float(np.linalg.norm(rel)) > math.sin(math.radians(NECK_MAX_ELEVATION_DEG)):
-            continue  # seen from this steeply, a part sticking out away from the camera looks "above" it too
-        sil = _silhouette(xb, "cylinder", v.camera)
-        if sil is not None and len(sil) >= 3:
-            above += int(np.sum((_signed_distance(sil, pts) > NECK_PX) & ~_beside(xb, v.camera, pts)))
-    if above < NECK_POINTS:
-        return None
 
     def res(y: FloatArray) -> FloatArray:
         xn = np.array([cx, cy, y[0], s + h, y[1]])
@@ -268,6 +274,25 @@ def fit_neck(views: Sequence[View], body: SolidFit) -> tuple[SolidFit, float] | 
     sig_h = float(math.sqrt(max(cov[1, 1], 0.0)))
     top = s + h + float(fit.x[1])
     return replace(body, top=top, sigma_top=math.hypot(body.sigma_top, sig_h), rms_px=rms), float(fit.x[0])
+
+
+def points_above(views: Sequence[View], body: SolidFit) -> int:
+    """How many mask outline points stick out above a fitted cylinder (over `NECK_PX`, not beside it) in the views
+    from the side (under `NECK_MAX_ELEVATION_DEG`): a neck, a knob or a dome on top (0 for a box)."""
+    if body.shape != "cylinder":
+        return 0
+    cx, cy = (float(v) for v in body.centre)
+    r, s, h = body.length / 2.0, body.bottom, body.top - body.bottom
+    xb = np.array([cx, cy, r, s, h])
+    above = 0
+    for pts, v in _samples(views, "cylinder", full=True):
+        rel = np.array([cx, cy, s + h]) - v.camera.position
+        if -rel[2] / float(np.linalg.norm(rel)) > math.sin(math.radians(NECK_MAX_ELEVATION_DEG)):
+            continue  # seen from this steeply, a part sticking out away from the camera looks "above" it too
+        sil = _silhouette(xb, "cylinder", v.camera)
+        if sil is not None and len(sil) >= 3:
+            above += int(np.sum((_signed_distance(sil, pts) > NECK_PX) & ~_beside(xb, v.camera, pts)))
+    return above
 
 
 def fit_held_box(
@@ -405,8 +430,42 @@ def _result(shape: str, x: FloatArray, jac: FloatArray, samples: list[tuple[Floa
         length = width = 2 * rad
         heading = 0.0
         t_var = cov[3, 3] + cov[4, 4] + 2 * cov[3, 4]
+    sxy, stop, sbot = _shift_sensitivity(shape, x, np.asarray(jac), res, inliers, samples)
+    b_var = cov[5, 5] if shape == "box" else cov[3, 3]
     return SolidFit(shape, np.array([cx, cy]), float(heading % math.pi), float(length), float(width), float(s),
-                    float(s + h), rms, sig_xy, float(math.sqrt(max(t_var, 0.0))), _hidden_fraction(x, shape, samples))
+                    float(s + h), rms, sig_xy, float(math.sqrt(max(t_var, 0.0))), _hidden_fraction(x, shape, samples),
+                    shift_xy=sxy, shift_top=stop, shift_bottom=sbot, sigma_bottom=float(math.sqrt(max(b_var, 0.0))))
+
+
+def _shift_sensitivity(
+    shape: str, x: FloatArray, jac: FloatArray, res: FloatArray, inliers: np.ndarray,
+    samples: list[tuple[FloatArray, View]],
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+    """Per view, how far the solution moves (xy, top, bottom; metres) when that view's image shifts by one pixel in
+    u and in v (combined in quadrature): the linearised response of the robust least-squares fit, dx = -(J'J)^-1 J'
+    dr, with `jac` the loss-scaled Jacobian at the solution and dr scaled alike (soft_l1: (1 + r^2)^-3/4)."""
+    j = jac[inliers]
+    try:
+        hinv = np.linalg.pinv(j.T @ j)
+    except np.linalg.LinAlgError:
+        n = len(samples)
+        return (0.0,) * n, (0.0,) * n, (0.0,) * n
+    scale = (1.0 + res**2) ** -0.75
+    top_i, bot_i = ((5, 6), 5) if shape == "box" else ((3, 4), 3)
+    out_xy, out_top, out_bot = [], [], []
+    for k, (pts, view) in enumerate(samples):
+        moves = []
+        for du, dv in ((1.0, 0.0), (0.0, 1.0)):
+            kk = view.camera.intrinsics
+            cam = Camera(view.camera.name, replace(kk, cx=kk.cx + du, cy=kk.cy + dv), view.camera.world_from_camera)
+            shifted = list(samples)
+            shifted[k] = (pts, replace(view, camera=cam))
+            dr = (_residuals(x, shape, shifted) - res) * scale
+            moves.append(-hinv @ (j.T @ dr[inliers]))
+        out_xy.append(float(math.sqrt(sum(m[0] ** 2 + m[1] ** 2 for m in moves))))
+        out_top.append(float(math.sqrt(sum((m[top_i[0]] + m[top_i[1]]) ** 2 for m in moves))))
+        out_bot.append(float(math.sqrt(sum(m[bot_i] ** 2 for m in moves))))
+    return tuple(out_xy), tuple(out_top), tuple(out_bot)
 
 
 def _solid_points(x: FloatArray, shape: str) -> FloatArray:

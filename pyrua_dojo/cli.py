@@ -56,6 +56,8 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
                      help="only these constructed scenes (comma-separated, e.g. 'cup upright,cup upside down')")
     loc.add_argument("--scenario-noise", default="none", choices=[*SEG_NOISE_LEVELS, "dilate2", "erode2"],
                      help="mask noise of the constructed scenes (default none: the oracle, which their targets assume)")
+    loc.add_argument("--scenario-station", default="exact", choices=STATION_MODES,
+                     help="station of the constructed scenes (default exact; unknown: drawn per layout, as in trials)")
 
     def run_locate(args: argparse.Namespace) -> int:
         from pyrua_dojo.benchmarks.locate import main as bench_locate
@@ -67,7 +69,8 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
         status = bench_locate(layouts=args.layouts, seed=args.seed, wrist_objects=args.wrist_objects, noise=args.noise,
                               station=args.station, calibrated=args.calibrate, sweep=args.sweep)
         names = [n.strip() for n in args.scenario_names.split(",")] if args.scenario_names else None
-        scenes = bench_scenes(args.scenarios, args.scenario_seed, names, args.scenario_noise) if args.scenarios > 0 else 0
+        scenes = (bench_scenes(args.scenarios, args.scenario_seed, names, args.scenario_noise, args.scenario_station)
+                  if args.scenarios > 0 else 0)
         return max(status, scenes)
 
     loc.set_defaults(func=run_locate)

@@ -5,6 +5,7 @@ oracle (no segmentation noise); truths are the twin's object poses (the tests' p
 from __future__ import annotations
 
 import os
+import re
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
@@ -231,3 +232,89 @@ def test_a_bottle_is_measured_to_its_neck_or_says_it_may_miss_it(env: TwinEnv) -
         else:
             assert "a neck, a knob or a dome on top would be missed" in loc.reason, loc
     assert necks >= 1
+
+
+# ------------------------------------------------------------------ trial O: realistic masks, an unknown station
+
+def _trial_env() -> TwinEnv:
+    """A twin as LLM trials run it: the true station drawn around the one the agent assumes (seed 12, layout 0
+    moves the left wrist camera by 14 mm and 2.6 deg, the right by 7 mm and 3.9 deg)."""
+    from pyrua_dojo.twin.station_draw import StationSpread
+
+    e = TwinEnv(TwinConfig(segmentation=True, depth=True, mask_capacity=8, station_spread=StationSpread()))
+    e.reset("stack_blocks", 12, 0)
+    return e
+
+
+def _locate_noisy(env: TwinEnv, raw: dict, step: int, text: str, noise: str, **kw: object) -> Located:
+    from pyrua_dojo.benchmarks.locate import NOISES
+
+    server = serve_twin(env.truth(0).mask_oracle, noise=NOISES[noise])
+    try:
+        per = Perception(STATION, KIN, SegmentationClient(server.url, retries=0))
+        return per.locate(Observation.from_robodojo(raw, step), text, **kw)  # type: ignore[arg-type]
+    finally:
+        server.close()
+
+
+def test_a_stack_checked_on_an_unknown_station_says_how_unsure_it_is() -> None:
+    # trialO item 3: blue placed on the checkered block, the left wrist looking at the stack: locate("blue block")
+    # said "rests on the table", 30 mm low, and stated 4-9 mm. The wrist camera's model, corrected at the fingertips
+    # only, is off by about 7 px at the block and the head's by 2 px: the fit places the support wrong by a few
+    # centimetres, and its own residuals cannot show it. The stated uncertainty carries the cameras' model errors.
+    from pyrua_dojo.benchmarks.locate_scenes import _place, _settle
+    from pyrua_dojo.twin.objects import IDENTITY
+
+    env = _trial_env()
+    try:
+        robo = _robo(env, STATION)
+        spot = np.array([-0.04, -0.20])
+        _place(env, "block_1", spot, 0.765 + 0.0205, IDENTITY, yaw=0.3)
+        _place(env, "block_2", spot + [-0.002, 0.001], 0.765 + 0.0405 + 0.0205, IDENTITY, yaw=0.1)
+        _settle(env, robo)
+        assert robo.look_at("left", [-0.042, -0.199, 0.83]).planned
+        xy, top = true_top(env, "block_2")
+        raw = without_depth(env.get_obs())
+        for noise in ("none", "realistic"):
+            loc = _locate_noisy(env, raw, robo.steps_used, "blue block", noise)
+            assert loc.found and loc.method == "head+wrist", (noise, loc)
+            assert "rests on the table" not in loc.reason, (noise, loc.reason)
+            exy, ez = float(np.hypot(loc.xyz[0] - xy[0], loc.xyz[1] - xy[1])), abs(loc.xyz[2] - top)
+            assert exy <= 2 * loc.uncertainty_xy_m and ez <= 2 * loc.uncertainty_z_m, (noise, loc, xy, top)
+    finally:
+        env.close()
+
+
+def test_a_sliver_at_a_wrist_image_border_does_not_decide_the_support() -> None:
+    # trialO item 2: the right wrist looking at the checkered block shows the blue block (on the table) as a sliver
+    # at its image border; the head + wrist fit said "rests on something 37 mm above the table", 31 mm too high.
+    env = _trial_env()
+    try:
+        robo = _robo(env, STATION)
+        xy1, top1 = true_top(env, "block_1")
+        assert robo.look_at("right", [float(xy1[0]), float(xy1[1]), top1]).planned
+        xy, top = true_top(env, "block_2")
+        raw = without_depth(env.get_obs())
+        for noise in ("none", "realistic"):
+            loc = _locate_noisy(env, raw, robo.steps_used, "blue block", noise, cameras=["cam_head", "cam_right_wrist"])
+            assert loc.found, loc
+            assert not re.search(r"rests on something \d+ mm", loc.reason), (noise, loc.reason)
+            if "cam_right_wrist" in loc.cameras:
+                assert "image border" in loc.reason, loc.reason
+            exy, ez = float(np.hypot(loc.xyz[0] - xy[0], loc.xyz[1] - xy[1])), abs(loc.xyz[2] - top)
+            assert exy <= 2 * loc.uncertainty_xy_m and ez <= 2 * loc.uncertainty_z_m, (noise, loc, xy, top)
+    finally:
+        env.close()
+
+
+def test_a_bell_top_is_within_its_stated_uncertainty(env: TwinEnv) -> None:
+    # bench locate, round pickup: the bell (a dome and a knob) came back 33-36 mm low with 5-8 mm stated: a cylinder
+    # fits its body and no neck explains what sticks out above it in the head's view.
+    measured = 0
+    for shot in shots(env, STATION, "round pickup", 4, 2, categories=("bell",)):
+        loc = _locate(env, without_depth(shot.raw), shot.step, shot.text)
+        assert loc.found and loc.method == "head+wrist", loc
+        exy, ez = _errors(loc, shot)
+        assert exy <= 2 * loc.uncertainty_xy_m and ez <= 2 * loc.uncertainty_z_m, (loc, shot.true_top)
+        measured += 1
+    assert measured == 2

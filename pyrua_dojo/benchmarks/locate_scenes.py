@@ -1,8 +1,8 @@
 """Constructed twin scenes for measuring `locate` where objects do not simply stand on the table.
 
 Each scenario builds one scene on a fresh twin layout (stacks built by teleporting blocks and letting them settle,
-a block grasped and lifted by the robot, a gripper lowered beside or in front of a block, cups upright and upside
-down, the round objects of general_pickup), points a wrist camera at the object with `look_at` as the operating
+a block grasped and lifted by the robot, a gripper lowered beside or in front of a block, a block seen at a wrist
+image's border, cups upright and upside down, the round objects of general_pickup), points a wrist camera at the object with `look_at` as the operating
 notes recommend, and returns the observation with the true top. `main` is the scenario part of
 `pyrua-dojo bench locate` (targets from issue 17); the tests use the scenes too.
 """
@@ -31,6 +31,7 @@ from pyrua_dojo.runtime.stepping import EnvBridge
 from pyrua_dojo.seg_service.serve import serve_twin
 from pyrua_dojo.twin.env import TwinConfig, TwinEnv, UnstableLayoutError
 from pyrua_dojo.twin.objects import IDENTITY, UPSIDE_DOWN
+from pyrua_dojo.twin.station_draw import STATION_MODES, StationSpread
 from pyrua_dojo.twin.tasks import get_twin_task
 
 ROUND = ("can", "bottle", "donut", "tape_roll", "yogurt", "glue", "bell")
@@ -176,6 +177,37 @@ def scenario_half_hidden(env: TwinEnv, robo: Robo, rng: np.random.Generator) -> 
     return label
 
 
+def scenario_wrist_edge(env: TwinEnv, robo: Robo, rng: np.random.Generator) -> str:
+    """A block on the table that a wrist camera sees only at its image border (looking at a point beside it), as
+    trial O met it: the sliver must not decide the block's support. "" when no such view was found."""
+    label = "block_2"
+    xy, top = true_top(env, label)
+    arm = "left" if xy[0] < 0 else "right"
+    cam = f"cam_{arm}_wrist"
+    for ang in rng.permutation(8)[:4] * (math.pi / 4):
+        aim = [float(xy[0] + 0.2 * math.cos(ang)), float(xy[1] + 0.2 * math.sin(ang)), top]
+        if not robo.look_at(arm, aim).planned:
+            continue
+        uv = robo.project(cam, [float(xy[0]), float(xy[1]), top])
+        if uv is None:
+            continue
+        meta = robo.camera_meta(cam)
+        # Aim again so that its top centre lands on the border it is nearest (not the gripper's bottom part).
+        edge = np.array([[0.0, uv[1]], [meta.width, uv[1]], [uv[0], 0.0]])
+        target = edge[int(np.argmin(np.hypot(*(edge - np.array(uv)).T)))]
+        lead = robo.back_project(cam, [min(max(target[0], 1.0), meta.width - 1.0), min(max(target[1], 1.0),
+                                 meta.height - 1.0)], z=top)
+        if lead is None:
+            continue
+        fix = np.array(aim[:2]) + (np.array(xy) - np.array(lead[:2]))
+        if robo.look_at(arm, [float(fix[0]), float(fix[1]), top]).planned:
+            uv = robo.project(cam, [float(xy[0]), float(xy[1]), top])
+            near_border = uv is not None and min(abs(uv[0]), abs(uv[0] - meta.width), abs(uv[1])) < 30
+            if near_border and uv is not None and uv[1] < 0.7 * meta.height:
+                return label
+    return ""
+
+
 def _clear_cups(env: TwinEnv) -> None:
     """Move cover_blocks' cups (upside down, as its program requires) to the table's back corners."""
     for x, lb in zip((-0.6, 0.0, 0.6), ("cup0", "cup1", "cup2")):
@@ -216,6 +248,7 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "held block": ("stack_blocks", scenario_held),
     "beside gripper": ("stack_blocks", scenario_beside_gripper),
     "half hidden": ("stack_blocks", scenario_half_hidden),
+    "wrist edge": ("stack_blocks", scenario_wrist_edge),
     "cup upright": ("general_pickup", scenario_cup_upright),
     "cup upside down": ("general_pickup", scenario_cup_upside_down),
     "round pickup": ("general_pickup", scenario_round),
@@ -269,6 +302,9 @@ def shots(
 
 TARGETS_MM = {"no depth": (4.0, 10.0, 4.0), "depth": (2.0, None, 2.0)}  # xy median, xy p95, top median
 COVERAGE = 0.9  # share of results whose true error is within twice the stated uncertainty (xy and top)
+# A block that a wrist camera sees only at its image border is measured as with the head camera alone (the sliver
+# is not fitted): the head camera's targets (`pyrua_dojo.benchmarks.locate.TARGETS_MM`, plus its height floor).
+SCENARIO_TARGETS_MM = {"wrist edge": {"no depth": (10.0, None, 10.0)}}
 
 
 @dataclass
@@ -293,17 +329,22 @@ class ScenarioErrors:
         self.methods.append(loc.method)
 
 
-def run_scenarios(per_scenario: int = 5, seed: int = 4, names: Sequence[str] | None = None, noise: str = "none"
-                  ) -> dict[tuple[str, str], ScenarioErrors]:
+def run_scenarios(per_scenario: int = 5, seed: int = 4, names: Sequence[str] | None = None, noise: str = "none",
+                  station_mode: str = "exact") -> dict[tuple[str, str], ScenarioErrors]:
     """Every scenario (or those named) on `per_scenario` layouts of `seed`, with and without depth; keys (scenario,
-    mode). `noise`: the twin's mask noise (a key of `NOISES`; "none" = the oracle, which the targets assume)."""
+    mode). `noise`: the twin's mask noise (a key of `NOISES`; "none" = the oracle, which the targets assume).
+    `station_mode`: "exact" (the twin simulates the station the agent assumes) or "unknown" (each layout's true
+    station drawn around it, `pyrua_dojo.twin.station_draw`, as in an LLM trial's defaults)."""
     unknown = [n for n in names or () if n not in SCENARIOS]
     if unknown or noise not in NOISES:
         raise ValueError(f"unknown scenario {unknown} (use {list(SCENARIOS)}) or noise {noise!r} (use {list(NOISES)})")
+    if station_mode not in STATION_MODES:
+        raise ValueError(f"station must be one of {STATION_MODES}, got {station_mode!r}")
     station = load_station()
     kin = X5Kinematics(station)
     out: dict[tuple[str, str], ScenarioErrors] = {}
-    env = TwinEnv(TwinConfig(segmentation=True, depth=True, mask_capacity=8))
+    spread = StationSpread() if station_mode == "unknown" else None
+    env = TwinEnv(TwinConfig(segmentation=True, depth=True, mask_capacity=8, station_spread=spread))
     try:
         for name in names or SCENARIOS:
             for mode in TARGETS_MM:
@@ -322,10 +363,13 @@ def run_scenarios(per_scenario: int = 5, seed: int = 4, names: Sequence[str] | N
     return out
 
 
-def main(per_scenario: int = 5, seed: int = 4, names: Sequence[str] | None = None, noise: str = "none") -> int:
-    """Print the scenario table; exit status 1 when a target is missed."""
-    results = run_scenarios(per_scenario, seed, names, noise)
-    table = Table(title=f"locate in constructed scenes, {per_scenario} layouts each, seed {seed}, mask noise {noise}; "
+def main(per_scenario: int = 5, seed: int = 4, names: Sequence[str] | None = None, noise: str = "none",
+         station_mode: str = "exact") -> int:
+    """Print the scenario table; exit status 1 when a target is missed (the targets assume the oracle and the exact
+    station; under other conditions the table is printed for reference)."""
+    results = run_scenarios(per_scenario, seed, names, noise, station_mode)
+    table = Table(title=f"locate in constructed scenes, {per_scenario} layouts each, seed {seed}, mask noise {noise}, "
+                  f"station {station_mode}; "
                   "errors in mm "
                   "(top centre xy, top height); covered: true error within 2x the stated uncertainty")
     for col in ("scenario", "mode", "n", "missed", "methods", "xy median", "xy p95", "z median", "z p95", "covered",
@@ -334,11 +378,11 @@ def main(per_scenario: int = 5, seed: int = 4, names: Sequence[str] | None = Non
     failed = False
     for (name, mode), err in results.items():
         xy, z = np.array(err.xy or [np.nan]), np.array(err.z or [np.nan])
-        t_xy, t_p95, t_z = TARGETS_MM[mode]
+        t_xy, t_p95, t_z = SCENARIO_TARGETS_MM.get(name, {}).get(mode, TARGETS_MM[mode])
         cover = float(np.mean(err.covered)) if err.covered else float("nan")
         ok = (bool(err.xy) and float(np.median(xy)) <= t_xy and (t_p95 is None or float(np.percentile(xy, 95)) <= t_p95)
               and float(np.median(z)) <= t_z and cover >= COVERAGE and err.misses == 0)
-        failed |= not ok
+        failed |= not ok and noise == "none" and station_mode == "exact"
         methods = ", ".join(f"{m} {err.methods.count(m)}" for m in sorted(set(err.methods)))
         table.add_row(name, mode, str(len(err.xy)), str(err.misses), methods, f"{np.median(xy):.1f}",
                       f"{np.percentile(xy, 95):.1f}", f"{np.median(z):.1f}", f"{np.percentile(z, 95):.1f}",
