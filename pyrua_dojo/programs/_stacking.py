@@ -57,30 +57,33 @@ def pick(arm, b, others=()):
         fingers = [[x + s * 0.05 * math.cos(a), y + s * 0.05 * math.sin(a)] for s in (1, -1)]
         return min([math.dist(f, o) for f in fingers for o in others] or [1.0])
 
-    chosen = None
+    options = []
     for tilt in (0.0, 0.35, 0.6):
         if tilt == 0:
             yaws = sorted(faces, key=room, reverse=True)
         else:
             yaws = sorted(faces, key=lambda a: abs(math.sin(a - lean)))
-        for yaw in yaws:
-            if go(arm, [x, y, above], yaw=yaw, tilt=tilt).planned:
-                chosen = (yaw, tilt)
-                break
-        if chosen:
-            break
-    if chosen is None:
-        return False
-    yaw, tilt = chosen
-    robo.move_to(arm, [x, y, GRASP_Z], yaw=yaw, tilt=tilt)
-    g = robo.close(arm)
-    robo.move_to(arm, [x, y, above + 0.01])
-    if not g.held:
-        robo.open(arm)
-        return False
-    a = robo.arm(arm).approach
-    grip[arm] = (yaw, tilt, math.atan2(a[1], a[0]))
-    return True
+        options += [(yaw, tilt) for yaw in yaws]
+    for yaw, tilt in options:
+        if not go(arm, [x, y, above], yaw=yaw, tilt=tilt).planned:
+            continue
+        down = robo.move_to(arm, [x, y, GRASP_Z], yaw=yaw, tilt=tilt)
+        if not down.reached:  # a finger came down on something beside the block: lift, try the other faces
+            robo.move_to(arm, [x, y, above])
+            continue
+        g = robo.close(arm)
+        if g.held and abs(g.width_m - H) > 0.012:  # narrower or wider than the block: a neighbour; try the other faces
+            robo.open(arm)
+            robo.move_to(arm, [x, y, above])
+            continue
+        robo.move_to(arm, [x, y, above + 0.01])
+        if not g.held:
+            robo.open(arm)
+            return False
+        a = robo.arm(arm).approach
+        grip[arm] = (yaw, tilt, math.atan2(a[1], a[0]))
+        return True
+    return False
 
 
 def place(arm, xy, top_z):
@@ -89,8 +92,14 @@ def place(arm, xy, top_z):
     x, y = xy
     below = GRASP_Z - TABLE  # the held block's bottom below the TCP
     yaw, tilt, lean = grip[arm]
+    released_top = top_z + H
     if tilt == 0:
         yaws = [yaw + k * math.pi / 2 for k in range(2)]  # a cube turned a quarter is the same cube
+        clear = [x, y, released_top + 0.03]  # the TCP over the released block: fingertips 5 mm above its top
+        if not any(robo.check_move(arm, clear, yaw=a, path="joint").feasible for a in yaws):
+            # Too high to lift out straight up: the fingers will slide out along their pads instead, so close them
+            # across y: they then slide out along x toward the arm's own side, away from the stack on the way home.
+            yaws.sort(key=lambda a: abs(math.cos(a)))
     else:
         yaws = [yaw + outward(arm, xy) - lean]  # turn the whole grasp about the vertical: the block stays upright
     for yaw in yaws:
@@ -117,11 +126,14 @@ def place(arm, xy, top_z):
     robo.open(arm)
     released_top = d.tcp[2] - below + H
     # The open fingers still surround the block: clear its top before moving sideways. Too high to reach? Then
-    # slide out along the pads (across the closing line), whichever way the arm reaches.
+    # slide out along the pads (across the closing line), toward the arm's own side first, and far enough that the
+    # fingers are clear of the stack: going home from there does not sweep through it.
     if not robo.move_to(arm, [x, y, released_top + 0.03]).reached:
         robo.wait(5)  # let the fingers finish opening: they must not drag the block along
         a, h = robo.arm(arm).yaw, robo.arm(arm).tcp[2]
-        for s in (1, -1):
-            if robo.move_to(arm, [x - s * 0.07 * math.sin(a), y + s * 0.07 * math.cos(a), h]).planned:
+        out = 1 if arm == "right" else -1  # the arm's own side: +x for the right arm
+        dist = H / 2 + 0.05  # the pads' far edges past the block's side
+        for s in sorted((1, -1), key=lambda s: s * out * math.sin(a)):  # the sign whose slide goes that way first
+            if robo.move_to(arm, [x - s * dist * math.sin(a), y + s * dist * math.cos(a), h]).planned:
                 break
     return released_top
