@@ -22,14 +22,33 @@ def outward(arm, xy):
     return math.atan2(xy[1] - BASE[arm][1], xy[0] - BASE[arm][0])
 
 
+def off_segment(p, a, b):
+    """Horizontal distance from point p to the segment a-b."""
+    ax, ay, bx, by = a[0], a[1], b[0], b[1]
+    L2 = (bx - ax) ** 2 + (by - ay) ** 2
+    t = 0.0 if L2 == 0 else max(0.0, min(1.0, ((p[0] - ax) * (bx - ax) + (p[1] - ay) * (by - ay)) / L2))
+    return math.dist(p[:2], [ax + t * (bx - ax), ay + t * (by - ay)])
+
+
 def go(arm, xyz, **kw):
     """Move over, then down: up first, across in joint space at the higher of the two heights (fast; nothing
     is below that height), then straight down.
     """
     here = robo.arm(arm).tcp
     high = max(here[2], xyz[2])
-    if high > here[2] + 1e-3:
-        robo.move_to(arm, [here[0], here[1], high], path="line")  # straight up first
+    if high > here[2] + 1e-3 and not robo.move_to(arm, [here[0], here[1], high], path="line").reached:
+        # Too far out to rise that high here: rise on the way instead, along a line to a point at that height beside
+        # the goal (clear of what stands there), so that a held block passes over the stack, never into it.
+        r = H + 0.06
+        best = None
+        for k in range(16):
+            w = [xyz[0] + r * math.cos(k * math.pi / 8), xyz[1] + r * math.sin(k * math.pi / 8), high]
+            if off_segment(xyz, here, w) < r - 0.01 or not robo.check_move(arm, w, path="line", **kw).feasible:
+                continue
+            if best is None or math.dist(here[:2], w[:2]) < math.dist(here[:2], best[:2]):
+                best = w
+        if best is not None:
+            robo.move_to(arm, best, path="line", **kw)
     z = high  # across as high as the reach allows there (an unplannable move costs nothing: try lower)
     while True:
         m = robo.move_to(arm, [xyz[0], xyz[1], z], path="joint", **kw)
@@ -68,8 +87,15 @@ def pick(arm, b, others=()):
         if not go(arm, [x, y, above], yaw=yaw, tilt=tilt).planned:
             continue
         down = robo.move_to(arm, [x, y, GRASP_Z], yaw=yaw, tilt=tilt)
-        if not down.reached:  # a finger came down on something beside the block: lift, try the other faces
+        if not down.reached:
+            # A finger came down on something (a neighbour, or the block's own edge, which may have moved it): lift,
+            # measure the block again close up, and try the other faces there.
             robo.move_to(arm, [x, y, above])
+            robo.look_at(arm, [x, y, TABLE + 0.03])
+            seen = [o for o in robo.locate_all("block") if o.found and max(o.footprint) < 0.09]
+            seen = [o for o in seen if math.dist(o.xyz[:2], [x, y]) < 0.04]
+            if seen:
+                x, y = min(seen, key=lambda o: math.dist(o.xyz[:2], [x, y])).xyz[:2]
             continue
         g = robo.close(arm)
         if g.held and abs(g.width_m - H) > 0.012:  # narrower or wider than the block: a neighbour; try the other faces
@@ -109,7 +135,7 @@ def place(arm, xy, top_z):
     if not m.planned:
         return None
     d = robo.descend(arm, z=top_z + below - 0.005, speed=0.08)  # deeper would push the block up in the grip
-    if top_z <= TABLE + 1e-3 and d.stopped_by == "contact" and d.tcp[2] > top_z + below + 0.01:
+    if top_z <= TABLE + 1e-3 and d.stopped_by == "contact" and d.tcp[2] > top_z + below + 0.005:
         # Onto the table, yet something met the block well above it: an object no prompt named lies under the site.
         # Back up and set it down a little further along (the first block decides where the stack goes).
         robo.move_to(arm, [d.tcp[0], d.tcp[1], d.tcp[2] + 0.03])
@@ -118,7 +144,7 @@ def place(arm, xy, top_z):
             if not go(arm, [x, y, top_z + below + 0.02], yaw=robo.arm(arm).yaw, tilt=tilt).planned:
                 continue
             d = robo.descend(arm, z=top_z + below - 0.005, speed=0.08)
-            if not (d.stopped_by == "contact" and d.tcp[2] > top_z + below + 0.01):
+            if not (d.stopped_by == "contact" and d.tcp[2] > top_z + below + 0.005):
                 break
             robo.move_to(arm, [d.tcp[0], d.tcp[1], d.tcp[2] + 0.03])
         print("the site was occupied: set down at", [round(x, 3), round(y, 3)])
