@@ -9,6 +9,7 @@ BASE = {"left": (-0.3, -0.45), "right": (0.3, -0.45)}
 SITE = [0.0, -0.27]  # free middle of the table, near the robot: both arms reach it straight down, high
 GRASP_Z = max(TABLE + H / 2, TABLE + 0.029)  # grasp height: the fingertips stay clear of the table
 grip = {}  # arm -> (yaw, tilt, lean heading) of its current grasp
+widths = []  # the finger opening of every block held so far
 placed_at = {}  # "xy": where the last block was set down (a first block moves over where something is under SITE)
 SITE_ALTERNATIVES = ([0.0, 0.06], [0.07, 0.0], [-0.07, 0.0])  # offsets from a site found occupied
 
@@ -98,7 +99,10 @@ def pick(arm, b, others=()):
                 x, y = min(seen, key=lambda o: math.dist(o.xyz[:2], [x, y])).xyz[:2]
             continue
         g = robo.close(arm)
-        if g.held and abs(g.width_m - H) > 0.012:  # narrower or wider than the block: a neighbour; try the other faces
+        # The blocks are alike: one that closes the fingers much narrower or wider than the blocks held so far (than
+        # the measured height, at first) is something else, a neighbour: put it back, try the other faces.
+        size, tolerance = (sorted(widths)[len(widths) // 2], 0.006) if widths else (H, 0.016)
+        if g.held and abs(g.width_m - size) > tolerance:
             robo.open(arm)
             robo.move_to(arm, [x, y, above])
             continue
@@ -108,6 +112,7 @@ def pick(arm, b, others=()):
             return False
         a = robo.arm(arm).approach
         grip[arm] = (yaw, tilt, math.atan2(a[1], a[0]))
+        widths.append(g.width_m)
         return True
     return False
 
