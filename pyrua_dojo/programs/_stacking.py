@@ -32,8 +32,9 @@ def off_segment(p, a, b):
 
 
 def go(arm, xyz, **kw):
-    """Move over, then down: up first, across in joint space at the higher of the two heights (fast; nothing
-    is below that height), then straight down.
+    """Move over, then down: up first (where the arm cannot rise that high, up along a line to a point at that
+    height beside the goal), across in joint space at the higher of the two heights (fast; nothing is below that
+    height), then straight down.
     """
     here = robo.arm(arm).tcp
     high = max(here[2], xyz[2])
