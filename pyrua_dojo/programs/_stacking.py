@@ -18,6 +18,11 @@ def side(x):
     return "left" if x < 0 else "right"
 
 
+def size():
+    """The blocks' size: the median finger opening on those held so far (surer than a height seen from afar), else H."""
+    return sorted(widths)[len(widths) // 2] if widths else H
+
+
 def outward(arm, xy):
     """Heading (rad) from the arm's base toward xy: the direction a tilted gripper leans."""
     return math.atan2(xy[1] - BASE[arm][1], xy[0] - BASE[arm][0])
@@ -102,8 +107,7 @@ def pick(arm, b, others=()):
         g = robo.close(arm)
         # The blocks are alike: one that closes the fingers much narrower or wider than the blocks held so far (than
         # the measured height, at first) is something else, a neighbour: put it back, try the other faces.
-        size, tolerance = (sorted(widths)[len(widths) // 2], 0.006) if widths else (H, 0.016)
-        if g.held and abs(g.width_m - size) > tolerance:
+        if g.held and abs(g.width_m - size()) > (0.006 if widths else 0.016):
             robo.open(arm)
             robo.move_to(arm, [x, y, above])
             continue
@@ -124,7 +128,7 @@ def place(arm, xy, top_z):
     x, y = xy
     below = GRASP_Z - TABLE  # the held block's bottom below the TCP
     yaw, tilt, lean = grip[arm]
-    released_top = top_z + H
+    released_top = top_z + size()
     if tilt == 0:
         yaws = [yaw + k * math.pi / 2 for k in range(2)]  # a cube turned a quarter is the same cube
         clear = [x, y, released_top + 0.03]  # the TCP over the released block: fingertips 5 mm above its top
@@ -134,8 +138,11 @@ def place(arm, xy, top_z):
             yaws.sort(key=lambda a: abs(math.cos(a)))
     else:
         yaws = [yaw + outward(arm, xy) - lean]  # turn the whole grasp about the vertical: the block stays upright
-    for yaw in yaws:
-        m = go(arm, [x, y, top_z + below + 0.02], yaw=yaw, tilt=tilt)
+    for margin in (0.02, 0.01):  # the held block's bottom this far above the surface, lower where out of reach
+        for yaw in yaws:
+            m = go(arm, [x, y, top_z + below + margin], yaw=yaw, tilt=tilt)
+            if m.planned:
+                break
         if m.planned:
             break
     if not m.planned:
@@ -156,7 +163,7 @@ def place(arm, xy, top_z):
         print("the site was occupied: set down at", [round(x, 3), round(y, 3)])
     placed_at["xy"] = [x, y]
     robo.open(arm)
-    released_top = d.tcp[2] - below + H
+    released_top = d.tcp[2] - below + size()
     # The open fingers still surround the block: clear its top before moving sideways. Too high to reach? Then
     # slide out along the pads (across the closing line), toward the arm's own side first, and far enough that the
     # fingers are clear of the stack: going home from there does not sweep through it.
@@ -164,7 +171,7 @@ def place(arm, xy, top_z):
         robo.wait(5)  # let the fingers finish opening: they must not drag the block along
         a, h = robo.arm(arm).yaw, robo.arm(arm).tcp[2]
         out = 1 if arm == "right" else -1  # the arm's own side: +x for the right arm
-        dist = H / 2 + 0.05  # the pads' far edges past the block's side
+        dist = size() / 2 + 0.05  # the pads' far edges past the block's side
         for s in sorted((1, -1), key=lambda s: s * out * math.sin(a)):  # the sign whose slide goes that way first
             if robo.move_to(arm, [x - s * dist * math.sin(a), y + s * dist * math.cos(a), h]).planned:
                 break
