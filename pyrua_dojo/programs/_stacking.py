@@ -23,6 +23,11 @@ def size():
     return sorted(widths)[len(widths) // 2] if widths else H
 
 
+def tall():
+    """The blocks' height for clearances: the larger of the grip's and the head's (too low leaves fingers in a block)."""
+    return max(H, size())
+
+
 def outward(arm, xy):
     """Heading (rad) from the arm's base toward xy: the direction a tilted gripper leans."""
     return math.atan2(xy[1] - BASE[arm][1], xy[0] - BASE[arm][0])
@@ -128,7 +133,7 @@ def place(arm, xy, top_z):
     x, y = xy
     below = GRASP_Z - TABLE  # the held block's bottom below the TCP
     yaw, tilt, lean = grip[arm]
-    released_top = top_z + size()
+    released_top = top_z + tall()
     if tilt == 0:
         yaws = [yaw + k * math.pi / 2 for k in range(2)]  # a cube turned a quarter is the same cube
         clear = [x, y, released_top + 0.03]  # the TCP over the released block: fingertips 5 mm above its top
@@ -163,7 +168,7 @@ def place(arm, xy, top_z):
         print("the site was occupied: set down at", [round(x, 3), round(y, 3)])
     placed_at["xy"] = [x, y]
     robo.open(arm)
-    released_top = d.tcp[2] - below + size()
+    released_top = d.tcp[2] - below + tall()
     # The open fingers still surround the block: clear its top before moving sideways. Too high to reach? Then
     # slide out along the pads (across the closing line), toward the arm's own side first, and far enough that the
     # fingers are clear of the stack: going home from there does not sweep through it.
@@ -171,7 +176,7 @@ def place(arm, xy, top_z):
         robo.wait(5)  # let the fingers finish opening: they must not drag the block along
         a, h = robo.arm(arm).yaw, robo.arm(arm).tcp[2]
         out = 1 if arm == "right" else -1  # the arm's own side: +x for the right arm
-        dist = size() / 2 + 0.05  # the pads' far edges past the block's side
+        dist = tall() / 2 + 0.05  # the pads' far edges past the block's side
         for s in sorted((1, -1), key=lambda s: s * out * math.sin(a)):  # the sign whose slide goes that way first
             if robo.move_to(arm, [x - s * dist * math.sin(a), y + s * dist * math.cos(a), h]).planned:
                 break
