@@ -76,6 +76,12 @@ def _not_found_hint(text: str) -> str:
             f"{' or '.join(tries)}, with near=[x, y] to pick one)")
 
 
+def _nothing_matched(reason: str) -> bool:
+    """Whether a NOT FOUND reason says that no camera segmented the text at all (then other words may help; trial P:
+    not when an instance was found but could not be measured, such as a held block reaching the gripper's part)."""
+    return all(part.startswith("no instance of") for part in reason.split("; "))
+
+
 class Robo:
     """The dual ARX X5 station. Arms are "left" and "right"; positions are env-frame metres [x, y, z].
 
@@ -309,8 +315,9 @@ class Robo:
     def home(self, arms: str | Sequence[str] = ("left", "right"), *, speed: float = 1.0) -> Motion:
         """Return arms to the start pose (all joints 0). Most tasks only succeed with both arms back home.
 
-        An arm whose TCP is below its home height first rises straight up as far as it can reach (up to 10 cm),
-        so the joint-space path home does not sweep through what it just placed.
+        Each arm first rises straight up as far as it can reach (up to 10 cm), so the joint-space path home does not
+        sweep through what it just placed; near the reach ceiling (TCP about 0.95 m up, pointing down) that may be
+        1 cm or nothing: there, slide the open fingers out sideways clear of the object first.
         """
         t0 = time.perf_counter()
         names = (arms,) if isinstance(arms, str) else tuple(arms)
@@ -341,14 +348,14 @@ class Robo:
         return 0
 
     def _rise_before_home(self, arm: str, home: FloatArray, speed: float) -> int:
-        """Lift the TCP straight up (the highest reachable of +10, +6, +3 cm, not above home) before going home."""
+        """Lift the TCP straight up (the highest reachable of +10, +6, +3, +2, +1 cm) before going home, wherever it is:
+        an arm above its home height can still have an object between its fingers (trial P: the top block of a stack,
+        swept off by the joint path home from 1.4 cm above the home height)."""
         rot, tcp = self._tcp_frame(arm, self._cmd_q[arm])
-        _, home_tcp = self._tcp_frame(arm, home)
-        if tcp[2] >= home_tcp[2] - 0.01 or float(np.max(np.abs(self._cmd_q[arm] - home))) < 0.05:
+        if float(np.max(np.abs(self._cmd_q[arm] - home))) < 0.05:
             return 0
-        for dz in (0.10, 0.06, 0.03):
-            z = min(float(tcp[2]) + dz, float(home_tcp[2]))
-            plan = line_path(self._kin.arm(arm), self._cmd_q[arm], make_transform(rot, (tcp[0], tcp[1], z)),
+        for dz in (0.10, 0.06, 0.03, 0.02, 0.01):
+            plan = line_path(self._kin.arm(arm), self._cmd_q[arm], make_transform(rot, (tcp[0], tcp[1], tcp[2] + dz)),
                              self._limits, speed)
             if plan.ok:
                 return self._send({arm: plan.joints}, {}, len(plan.joints))
@@ -474,7 +481,7 @@ class Robo:
                 result = min(measured, key=lambda r: math.dist(r.xyz[:2], point[:2]))
             else:
                 result = self._perception.locate(self._obs, text.strip(), cameras=cameras, min_score=min_score)
-        if not result.found and "no instance of" in result.reason:
+        if not result.found and _nothing_matched(result.reason):
             result = replace(result, reason=result.reason + _not_found_hint(text))
         self._log("locate", {"text": text, "cameras": cameras, "min_score": min_score, "near": near}, result, t0, 0)
         return result
