@@ -188,7 +188,8 @@ class Robo:
         with yaw, tilt=t (0 .. 1.0 rad) leans the fingers t from vertical about their closing line, away from the
         arm's base: it reaches farther and higher with that line across the direction from the base (a = that
         direction + pi/2), not along it;
-        quat=[qw, qx, qy, qz] gives the full ee-link orientation; neither keeps the current orientation.
+        quat=[qw, qx, qy, qz] gives the full ee-link orientation; with neither, the current orientation is kept (the
+        start pose is not top-down: give a yaw).
         path="line" moves the TCP along a straight line (fails without moving if the line leaves the reach);
         path="joint" interpolates the joints (faster, curved path: lift clear of objects first).
         path="transit" rises straight up, travels (joints, or a line where the joint path would dip) and comes
@@ -419,7 +420,11 @@ class Robo:
 
     # ------------------------------------------------------------------ gripper
     def open(self, arm: str, fraction: float = 1.0) -> Grip:
-        """Open the gripper (fraction 1.0 = fully open, ${max_opening_m} m between the pads)."""
+        """Open the gripper (fraction 1.0 = fully open, ${max_opening_m} m between the pads).
+
+        Returns when the value reaches the command or stops changing (at most 9 steps); after a tight grip it can
+        still be opening (0.72 seen): under 0.8, wait(3) and read arm().gripper again before moving away.
+        """
         t0 = time.perf_counter()
         self._check_arm(arm)
         if not (isinstance(fraction, (int, float)) and 0.0 <= fraction <= 1.0):
