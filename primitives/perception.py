@@ -228,6 +228,15 @@ class Perception:
                 reasons.append(f"no instance of {text!r} above score {min_score} in {primary}")
                 continue
             result = self._measure(obs, text, primary, found[0], len(found), allowed, min_score)
+            if result.found and not result.held_by and self._holder(
+                    obs, mask_ray(self.camera(obs, primary), np.asarray(found[0].mask, dtype=bool))) is not None:
+                # Seen along a holding gripper's TCP but measured elsewhere (on the table, say: trial P, the head
+                # seeing part of a held block and none of its wrist views usable): measured between the pads.
+                held = self._measure_held(obs, text, min_score, allowed)
+                if isinstance(held, Located):
+                    return held
+                result = replace(result, reason="; ".join([result.reason, "seen in line with a holding gripper: it may "
+                                                           "be the object it holds", *held]))
             if result.found:
                 if reasons:
                     result = replace(result, reason="; ".join([result.reason, *reasons]).strip("; "))
