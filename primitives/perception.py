@@ -101,6 +101,11 @@ class LocateConfig:
         "head": (0.005, 0.01),
     })
 
+#: The held box's fit is used while at most this share of its outline is hidden: its own wrist camera sees a held
+#: block around the fingers only (trial P: 76% hidden), and the stated uncertainty grows with the share hidden.
+HELD_MAX_HIDDEN = 0.85
+
+
 class Perception:
     """Measures the scene from an observation. Stateless apart from its configuration, clients and a cache of the
     latest segmentation replies (keyed by the image itself)."""
@@ -223,14 +228,24 @@ class Perception:
                 reasons.append(f"no instance of {text!r} above score {min_score} in {primary}")
                 continue
             result = self._measure(obs, text, primary, found[0], len(found), allowed, min_score)
+            if result.found and not result.held_by and self._holder(
+                    obs, mask_ray(self.camera(obs, primary), np.asarray(found[0].mask, dtype=bool))) is not None:
+                # Seen along a holding gripper's TCP but measured elsewhere (on the table, say: trial P, the head
+                # seeing part of a held block and none of its wrist views usable): measured between the pads.
+                held = self._measure_held(obs, text, min_score, allowed)
+                if isinstance(held, Located):
+                    return held
+                result = replace(result, reason="; ".join([result.reason, "seen in line with a holding gripper: it may "
+                                                           "be the object it holds", *held]))
             if result.found:
                 if reasons:
                     result = replace(result, reason="; ".join([result.reason, *reasons]).strip("; "))
                 return result
             reasons.append(result.reason)
         held = self._measure_held(obs, text, min_score, allowed)
-        if held is not None:
+        if isinstance(held, Located):
             return held
+        reasons += held
         return self._not_found(obs, text, order[0], "; ".join(reasons), 0)
 
     def locate_all(
@@ -551,12 +566,14 @@ class Perception:
             out.append((arm, tcp, rot[:, 1], width))
         return out
 
-    def _measure_held(self, obs: Observation, text: str, min_score: float, allowed: list[str]) -> Located | None:
+    def _measure_held(self, obs: Observation, text: str, min_score: float, allowed: list[str]) -> Located | list[str]:
         """An object between a holding gripper's pads that no lead camera measures (cut by the head image's border,
         reaching into its own wrist camera's gripper part): a box centred between the pads, as wide as they are
         apart, fitted to every camera's mask of it near the TCP. Cut masks count by their seen edges only (the
-        image border and the gripper's part of a wrist image say nothing). None when no camera sees it there."""
+        image border and the gripper's part of a wrist image say nothing). Else why each holding gripper's object
+        that a camera sees is not measured (empty when no camera sees one there)."""
         table_z = self.station.table.top_z
+        unmeasured: list[str] = []
         for arm, tcp, axis, width in self._holding(obs):
             views: list[View] = []
             used: list[str] = []
@@ -588,7 +605,14 @@ class Perception:
             if not views:
                 continue
             fit = fit_held_box(views, tcp, axis, width, table_z)
-            if fit is None or fit.rms_px > self.config.fit_max_rms_px or fit.hidden_fraction > 0.75:
+            if fit is None or fit.rms_px > self.config.fit_max_rms_px or fit.hidden_fraction > HELD_MAX_HIDDEN:
+                why = "no box fits it" if fit is None else (
+                    f"the box fits it badly (rms {fit.rms_px:.1f} px)" if fit.rms_px > self.config.fit_max_rms_px
+                    else f"{100 * fit.hidden_fraction:.0f}% of its outline is hidden (by the fingers)")
+                unmeasured.append(
+                    f"the {text!r} instance between the {arm} gripper's pads (seen by {', '.join(used)}) is not "
+                    f"measured: {why}; it sits centred between the pads along their closing line: move it where "
+                    f"the head camera sees it (higher, nearer the table's middle) and locate again")
                 continue
             # Model error of the held box (not quite centred, pads not quite parallel), and what one view cannot
             # tell: from its own wrist camera alone the top's height comes from its apparent size.
@@ -624,14 +648,12 @@ class Perception:
                 held_by=arm,
                 tcp_offset=offset,
             )
-        return None
+        return unmeasured
 
     def _held(self, obs: Observation, top: FloatArray, height: float) -> tuple[str, list[float]]:
-        """The arm whose TCP lies inside the object (between its fingers), and top centre minus that TCP."""
-        for arm in self.station.arms:
-            pose = obs.ee_pose[arm]
-            rot = quat_to_matrix(pose[3:])
-            tcp = pose[:3] + self.station.x5.tcp_offset * rot[:, 0]
+        """The arm holding the object (its gripper closed on something, `_holding`, with its TCP inside the object),
+        and top centre minus that TCP. Open fingers around an object just released do not hold it."""
+        for arm, tcp, _, _ in self._holding(obs):
             d = top - tcp
             if math.hypot(float(d[0]), float(d[1])) < 0.035 and -0.02 <= float(d[2]) <= height + 0.01:
                 return arm, [round(float(v), 4) for v in d]
