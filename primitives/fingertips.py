@@ -117,6 +117,14 @@ def measure_fingertips(
     if isinstance(picked, str):
         return fail(picked)
     pads, merged = picked
+    if any(m is None for m in pads):
+        # One pad: its offset from the model is taken for both (the same camera error; only an opening unlike the
+        # model's would move it along the closing line).
+        k = 0 if pads[0] is not None else 1
+        tip = _tip(pads[k], along, length)
+        tips = [tip if j == k else model_tips[j] + tip - model_tips[k] for j in (0, 1)]
+        return _result(cam, arm, cam_name, tips, model_tips, tip_z, obs.step,
+                       "one pad seen (the other not found): its offset taken for both, less sure")
     areas = sorted(float(m.sum()) for m in pads)
     tips = [_tip(m, along, length) for m in pads]
     # A gripper opened a little more or less than its reported value moves the pads apart along the closing line;
@@ -136,13 +144,20 @@ def measure_fingertips(
     spread = abs(float(np.dot(d, closing_px)))
     if not merged and areas[0] < PAIR_AREA_SHARE * areas[1] and spread > SPREAD_PX:
         return fail(f"one finger is partly hidden ({areas[0]:.0f} px against {areas[1]:.0f} px seen of the other)")
+    notes = "the pads were seen as one mask, split along the closing line" if merged else ""
+    return _result(cam, arm, cam_name, tips, model_tips, tip_z, obs.step, notes)
+
+
+def _result(cam: Camera, arm: str, cam_name: str, tips: list[FloatArray], model_tips: list[FloatArray], tip_z: float,
+            step: int, notes: str) -> Fingertips:
+    """The fingertips found: their midpoint's offset from the model's in the image and on their height plane."""
     mid, model_mid = 0.5 * (tips[0] + tips[1]), 0.5 * (model_tips[0] + model_tips[1])
     seen_at = cam.intersect_plane_z(mid, tip_z)
     model_at = cam.intersect_plane_z(model_mid, tip_z)
     if not (np.all(np.isfinite(seen_at)) and np.all(np.isfinite(model_at))):
-        return fail("the fingertips' rays do not meet their height plane")
+        return Fingertips(arm, cam_name, False, "the fingertips' rays do not meet their height plane", [], [], [], [],
+                          [], [], round(tip_z, 4), step)
     shift = model_at[:2] - seen_at[:2]
-    notes = "the pads were seen as one mask, split along the closing line" if merged else ""
     return Fingertips(
         arm=arm,
         camera=cam_name,
@@ -155,15 +170,16 @@ def measure_fingertips(
         offset_px=_r(mid - model_mid),
         shift_m=[round(float(v), 4) for v in shift],
         z=round(tip_z, 4),
-        step=obs.step,
+        step=step,
     )
 
 
 def _pick_pads(
     masks: list[np.ndarray], model_centroids: list[FloatArray], model_masks: list[np.ndarray], along: FloatArray
-) -> tuple[list[np.ndarray], bool] | str:
+) -> tuple[list[np.ndarray | None], bool] | str:
     """The seen masks of pad a and pad b and whether they came as one mask: the pair nearest the modelled pads,
-    offset alike; one mask over both (closed pads touch) is split across the closing line. Else why not."""
+    offset alike; one mask over both (closed pads touch) is split across the closing line; one pad alone (the other
+    None). Else why not."""
     if not masks:
         return f"no {FINGER_PROMPT!r} seen in the wrist image"
     cents = [_centroid(m) for m in masks]
@@ -194,6 +210,13 @@ def _pick_pads(
             a[rows[side < 0], cols[side < 0]] = True
             b[rows[side >= 0], cols[side >= 0]] = True
             return [a, b], True
+    # One pad seen (segmentation missed the other, or it is hidden): a mask as large as a pad near one model pad only.
+    one = [(float(np.hypot(*(c - model_centroids[k]))), i, k) for i, c in enumerate(cents) for k in (0, 1)
+           if np.hypot(*(c - model_centroids[k])) <= GATE_PX and np.hypot(*(c - model_centroids[1 - k])) > GATE_PX
+           and masks[i].sum() >= 0.25 * float(model_masks[k].sum())]
+    if one:
+        _, i, k = min(one)
+        return ([masks[i], None] if k == 0 else [None, masks[i]]), False
     return f"the fingers seen do not match where the model puts this gripper's pads (within {GATE_PX:.0f} px)"
 
 

@@ -123,6 +123,11 @@ def closest_point(rays: Sequence[tuple[FloatArray, FloatArray]]) -> FloatArray |
 # ---------------------------------------------------------------------------------------------------- depth
 
 
+#: A depth cloud thinner than this across (m) is one face seen edge-on or a side face alone, not a footprint.
+SIDE_ONLY_M = 0.004
+SIDE_ONLY_NOTE = "only a side face seen (its points lie in one plane): the top and the centre are not seen"
+
+
 def depth_estimate(
     cfg: Tuning, views: Sequence[tuple[Camera, np.ndarray, np.ndarray]], table_z: float
 ) -> Estimate | None:
@@ -154,6 +159,13 @@ def depth_estimate(
     note = f"{len(pts)} depth points"
     seen_top = min(tw, th)
     sigma = 0.0
+    if width < SIDE_ONLY_M:
+        # The points lie in one vertical plane: only a side face is seen (an arm hides the rest), not the top. Its
+        # highest points may lie below the top, its centre anywhere behind it (25 mm off for a block beside a gripper).
+        extent = float(z.max() - z.min())
+        note += "; " + SIDE_ONLY_NOTE
+        return Estimate(np.array([cx, cy]), height, length, width, heading, note,
+                        sigma_xy=max(0.01, length / 2.0), sigma_top=max(0.005, extent / 2.0))
     if seen_top < 0.6 * width:
         # Only a strip of the top is seen (fingers or a gripper over it): its centre may be off by the unseen part.
         sigma = max(0.0015, (width - seen_top) / 2.0)

@@ -36,6 +36,7 @@ from primitives.actions import Observation
 from primitives.kinematics import X5Kinematics
 from primitives.fingertips import CORRECT_FROM_PX, measure_fingertips
 from primitives.mask_geometry import (
+    SIDE_ONLY_NOTE,
     Estimate,
     closest_point,
     depth_estimate,
@@ -93,8 +94,12 @@ class LocateConfig:
     model_px_head: float = 1.5
     model_px_share: float = 0.35
     model_px_unchecked: float = 4.0
+    model_px_one_pad: float = 3.0  # added when only one fingertip was seen (its tip alone places the correction)
     model_px_cut: float = 2.0  # added for a view whose mask touches its image border (its model is least sure there)
     model_px_sliver: float = 6.0  # ... and this for one that shows the object at the border only (used when alone)
+    # A fit's top: uncertainty added per share of a view's silhouette edge (over half, the most of any view) an arm
+    # may hide, times the solid's height.
+    unseen_top_share: float = 0.3
     # Least uncertainty stated per method (xy, top height), metres: the model error the fit's own statistics miss.
     uncertainty_floor_m: Mapping[str, tuple[float, float]] = field(default_factory=lambda: {
         "fit": (0.0015, 0.0015), "depth": (0.0015, 0.0015), "head+wrist": (0.003, 0.004), "wrist": (0.01, 0.03),
@@ -124,7 +129,7 @@ class Perception:
         self._seg_cache: dict[tuple[int, str, float], tuple[np.ndarray, list[Instance] | str]] = {}
         # Inside _measure only: per wrist camera, the xy shift its fingertips measured (see `_measure`).
         self._wrist_shift: dict[str, FloatArray] = {}
-        self._tips_cache: dict[str, tuple[np.ndarray, FloatArray | None, float]] = {}
+        self._tips_cache: dict[str, tuple[np.ndarray, FloatArray | None, float, float]] = {}
         # Inside _measure only: per camera, how far (px) its model may be off near the object (see `_model_px`).
         self._view_model_px: dict[str, float] = {}
 
@@ -357,11 +362,13 @@ class Perception:
                                           camera=self._posed_camera(obs, name), segmentation=self.segmentation)
                 seen = tips.found and math.hypot(*tips.offset_px) >= CORRECT_FROM_PX
                 off = math.hypot(*tips.offset_px) if tips.found else math.inf
-                hit = (image, np.array(tips.shift_m) if seen else None, off)
+                # One pad seen: its tip alone, mask noise not averaged over two (about 10 px off on the twin).
+                one_pad = self.config.model_px_one_pad if tips.reason.startswith("one pad") else 0.0
+                hit = (image, np.array(tips.shift_m) if seen else None, off, one_pad)
                 self._tips_cache[name] = hit
             if hit[1] is not None:
                 shifts[name] = hit[1]
-            self._view_model_px[name] = self._model_px(hit[2])
+            self._view_model_px[name] = self._model_px(hit[2]) + hit[3]
         self._wrist_shift = shifts
         try:
             result = self._measure_as_modelled(obs, text, primary, inst, n, allowed, min_score)
@@ -449,7 +456,9 @@ class Perception:
                                       notes=est.notes + f"; an arm may hide part of its top (the masks' centre is "
                                       f"{1000 * gap:.0f} mm away)")
                     elif fitted is not None:
-                        est = replace(est, xy=fitted[0].xy, sigma_xy=max(fitted[0].sigma_xy, 0.002),
+                        # Where depth saw only a side face, the masks' fit (of the same hidden views) is no surer.
+                        side_only = est.sigma_xy if SIDE_ONLY_NOTE in est.notes else 0.0
+                        est = replace(est, xy=fitted[0].xy, sigma_xy=max(fitted[0].sigma_xy, 0.002, side_only),
                                       notes=est.notes + "; centre from the masks (an arm may hide part of its top)")
                     else:
                         est = replace(est, sigma_xy=max(0.02, max(est.length, est.width) / 2),
@@ -478,16 +487,17 @@ class Perception:
                               + ": the hidden part is guessed, uncertainty raised")
         if method in ("head+wrist", "wrist") and not est.sigma_xy:
             est = self._top_face_footprint(obs, views, est, notes)
-        elif method in ("head+wrist", "wrist"):
+        elif method in ("head+wrist", "wrist") and not self._held(obs, self._top(est), est.height)[0]:
             # A fitted solid: its centre and top stand; footprint and heading from a steep view of its top face
             # where there is one (the fit's heading leans on the side faces, which a view from above hardly sees).
+            # Not for a held box: the gripper hides its top face, and its width is the pads' distance.
             face_notes: list[str] = []
             face = self._top_face_footprint(obs, views, est, face_notes)
             notes += [n for n in face_notes if n.startswith("footprint")]
             est = replace(est, length=face.length, width=face.width, heading=face.heading)
         est = self._with_uncertainty(est, method)
         notes.insert(0, est.notes)
-        top = np.array([est.xy[0], est.xy[1], table_z + est.height])
+        top = self._top(est)
         held_by, offset = self._held(obs, top, est.height)
         if held_by:
             notes[0] = re.sub(r"rests on [^;]*", f"held by the {held_by} gripper", notes[0])
@@ -650,6 +660,10 @@ class Perception:
             )
         return unmeasured
 
+    def _top(self, est: Estimate) -> FloatArray:
+        """The estimate's top centre in world coordinates."""
+        return np.array([est.xy[0], est.xy[1], self.station.table.top_z + est.height])
+
     def _held(self, obs: Observation, top: FloatArray, height: float) -> tuple[str, list[float]]:
         """The arm holding the object (its gripper closed on something, `_holding`, with its TCP inside the object),
         and top centre minus that TCP. Open fingers around an object just released do not hold it."""
@@ -735,7 +749,8 @@ class Perception:
         fit = None
         if holder is not None:
             # Between a gripper's closed pads: a box centred there, as wide as the pads are apart.
-            fit = fit_held_box(views, holder[1], holder[2], holder[3], table_z)
+            own_view = [self.station.cameras[n].arm == holder[0] for n in view_names]
+            fit = fit_held_box(views, holder[1], holder[2], holder[3], table_z, pulled=[not o for o in own_view])
             # The fingers and the gripper hide much of a held object: a larger hidden share is accepted (the fit has
             # fewer unknowns, and the stated uncertainty grows with the hidden share below).
             if fit is not None and (fit.rms_px > self.config.fit_max_rms_px or fit.hidden_fraction > 0.75):
@@ -789,6 +804,12 @@ class Perception:
                          f"cylinder): the top is its top")
         sig_xy, sig_top = math.hypot(fit.sigma_xy, m_xy), math.hypot(fit.sigma_top, m_top)
         sig_xy, sig_top = max(sig_xy, sliver_gap[0]), max(sig_top, sliver_gap[1])
+        if holder is None and fit.unseen:
+            # A view bounds the solid only where no arm may hide its edge: beside a gripper much of it is free, and
+            # the fit's own statistics do not see it (blocks beside a gripper came back 5-7 mm off their top at
+            # 1.5 mm stated, 77-81% of the head view's edge under the arm's outline).
+            free = max(0.0, max(fit.unseen) - 0.5)
+            sig_top = math.hypot(sig_top, self.config.unseen_top_share * free * (fit.top - fit.bottom))
         if fit.rms_px > 0.5:
             # Silhouettes the solid does not explain (a neck, a handle, a dome, a cup's faceted wall): the top is less
             # sure (a mug fitted at 0.7 px was 5 mm low); named from 0.8 px.

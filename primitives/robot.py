@@ -21,7 +21,7 @@ from primitives.actions import Bridge, Observation
 from primitives.command_engine import CommandEngine
 from primitives.errors import CancelToken
 from primitives.fingertips import measure_fingertips
-from primitives.kinematics import X5Kinematics, tilted_rotation
+from primitives.kinematics import X5Kinematics, tilted_rotation, top_down_rotation
 from primitives.motion import Limits, joint_path, line_path
 from primitives.perception import Perception
 from primitives.results import (
@@ -188,8 +188,9 @@ class Robo:
         with yaw, tilt=t (0 .. 1.0 rad) leans the fingers t from vertical about their closing line, away from the
         arm's base: it reaches farther and higher with that line across the direction from the base (a = that
         direction + pi/2), not along it;
-        quat=[qw, qx, qy, qz] gives the full ee-link orientation; with neither, the current orientation is kept (the
-        start pose is not top-down: give a yaw).
+        quat=[qw, qx, qy, qz] gives the full ee-link orientation; with neither, the current orientation is kept, or
+        where the wrist cannot keep it the same grasp turned by pi about the fingers (the start pose is not top-down:
+        give a yaw).
         path="line" moves the TCP along a straight line (fails without moving if the line leaves the reach);
         path="joint" interpolates the joints (faster, curved path: lift clear of objects first).
         path="transit" rises straight up, travels (joints, or a line where the joint path would dip) and comes
@@ -702,7 +703,14 @@ class Robo:
             if qv.shape != (4,) or not np.all(np.isfinite(qv)) or np.linalg.norm(qv) < 1e-6:
                 raise ValueError("quat must be 4 finite numbers [qw, qx, qy, qz]")
             return [make_transform(quat_to_matrix(qv), p)]
-        return [make_transform(current, p)]
+        # Kept: the current orientation, else the same grasp turned by pi about the fingers (the wrist may not turn
+        # further that way: trial R's holding arm was refused far goals a yaw reached); fingers within 3 deg of
+        # vertical may also go exactly vertical.
+        options = [current, current @ np.diag([1.0, -1.0, -1.0])]
+        if current[2, 0] < -math.cos(math.radians(3.0)):
+            heading = math.atan2(float(current[1, 1]), float(current[0, 1]))
+            options += [top_down_rotation(heading), top_down_rotation(heading + math.pi)]
+        return [make_transform(r, p) for r in options]
 
     def _move(self, targets: dict[str, list[FloatArray]], path: str, speed: float, clearance: float = 0.08) -> Motion:
         if not (isinstance(speed, (int, float)) and 0.0 < speed <= 1.0):
@@ -785,6 +793,10 @@ class Robo:
                 return legs, z
             first = first or legs
         hint = '; path="joint" does not rise first and may still reach it (check_move says how low it dips)'
+        if low - z_goal > 0.015:
+            # Trial Q: a raised goal near the reach ceiling was reached with clearance=0.025; the reason did not say.
+            hint = (f"; a smaller clearance travels lower (clearance={low - z_goal - 0.01:.2f}: down to "
+                    f"{100 * (low - z_goal - 0.01):.0f} cm above the goal)") + hint
         if len(heights) > 1:
             above = f"{100 * (low - z_goal):.0f} cm above the goal"
             return f"{first}; nor at any lower height down to z={low:.3f} ({above}){hint}"

@@ -8,12 +8,14 @@ import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+import dataclasses  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from calibration import load_station  # noqa: E402
+from primitives.fingertips import FINGER_PROMPT, measure_fingertips  # noqa: E402
 from primitives.kinematics import X5Kinematics  # noqa: E402
 from primitives.perception import Perception  # noqa: E402
 from primitives.results import Fingertips  # noqa: E402
@@ -214,3 +216,44 @@ def test_one_mask_over_both_closed_pads_is_split_across_the_closing_line() -> No
     assert merged and not (pa & pb).any() and np.array_equal(pa | pb, seen)
     assert np.nonzero(pa)[1].max() < np.nonzero(pb)[1].min()  # pad a on a's side
     assert isinstance(_pick_pads([], [np.zeros(2), np.zeros(2)], [a, b], along), str)
+
+
+class _OnePadClient(SegmentationClient):
+    """The twin's segmentation with the finger pad instance of one side left out (as SAM 3 or the realistic noise
+    level sometimes misses one): the one whose centroid lies in the right half of the image."""
+
+    def segment(self, image, prompts, **kw):  # type: ignore[no-untyped-def]
+        reply = super().segment(image, prompts, **kw)
+        results = []
+        for r in reply.results:
+            keep = tuple(i for i in r.instances if r.prompt != FINGER_PROMPT
+                         or np.nonzero(np.asarray(i.mask, bool))[1].mean() < image.shape[1] / 2)
+            results.append(dataclasses.replace(r, instances=keep))
+        return dataclasses.replace(reply, results=tuple(results))
+
+
+@pytest.mark.slow
+def test_one_fingertip_seen_still_measures_the_camera_error(drawn: TwinEnv) -> None:
+    # Trial Q, stack_blocks seed 21 layout 0 (a drawn station): after look_at the realistic masks missed one pad,
+    # fingertips said "do not match", and locate used the right wrist camera uncorrected (17 mm off).
+    drawn.reset("stack_blocks", 21, 0)
+    ep = _Episode(drawn)
+    try:
+        for label in ("block_0", "block_1", "block_2"):
+            xy, top = true_top(drawn, label)
+            if xy[0] > 0 and ep.robo.look_at("right", [float(xy[0]), float(xy[1]), top]).planned:
+                break
+        else:
+            raise AssertionError("no block the right arm can look at")
+        both = ep.robo.fingertips("right")
+        assert both.found and not both.reason, both
+        obs = ep.robo._obs  # the same image, measured again with one pad missing
+        per = ep.robo._perception
+        one = measure_fingertips(obs, "right", station=STATION, kinematics=per.kinematics,
+                                 camera=per._posed_camera(obs, "cam_right_wrist"),
+                                 segmentation=_OnePadClient(ep.server.url, retries=0))
+        assert one.found and one.reason.startswith("one pad"), one
+        assert np.hypot(*(np.array(one.shift_m) - both.shift_m)) < 0.004, (one.shift_m, both.shift_m)
+        assert np.hypot(*both.shift_m) > 0.01  # the error it corrects is over a centimetre here
+    finally:
+        ep.close()

@@ -202,6 +202,22 @@ def test_a_mug_without_depth_is_measured_at_its_body(env: TwinEnv) -> None:
     assert measured == 4
 
 
+def test_a_held_block_is_not_stretched_where_the_arm_may_hide_it(env: TwinEnv) -> None:
+    # Seed 13, layouts 0 and 2 (a 50 and a 60 mm cube, each centred between the pads within 4 mm): the arm's capsules
+    # covered the box's whole outline in the head and the looking wrist views, nothing kept the free fit from growing
+    # along the pads (57 and 67 mm long, centre 3 mm off), and the "view from above" footprint came back 66 x 13 mm.
+    for i, shot in enumerate(shots(env, STATION, "held block", 13, 3)):
+        if i == 1:
+            continue  # a cube turned in the grip (pads 54 mm apart): no box between the pads models it
+        loc = _locate(env, without_depth(shot.raw), shot.step, shot.text)
+        assert loc.found and loc.held_by, loc
+        exy, ez = _errors(loc, shot)
+        assert exy < 0.0015 and ez < 0.002, (loc, shot.true_xy, shot.true_top)
+        bb = env.truth(0).scene.objects[shot.label].spec.bbox_vertices
+        size = float((bb.max(0) - bb.min(0))[0])
+        assert abs(loc.footprint[0] - size) < 0.004 and abs(loc.footprint[1] - size) < 0.004, (loc.footprint, size)
+
+
 def test_a_held_block_no_camera_sees_whole_is_measured_between_the_pads(env: TwinEnv) -> None:
     # A held block cut by the head image's border and reaching into its own wrist camera's gripper part (the other
     # arm's wrist camera looking elsewhere) was not found at all: it is measured from those parts and the pads.
