@@ -614,7 +614,8 @@ class Perception:
                     used.append(name)
             if not views:
                 continue
-            fit = fit_held_box(views, tcp, axis, width, table_z)
+            fit = fit_held_box(views, tcp, axis, width, table_z,
+                               pulled=[self.station.cameras[n].arm != arm for n in used])
             if fit is None or fit.rms_px > self.config.fit_max_rms_px or fit.hidden_fraction > HELD_MAX_HIDDEN:
                 why = "no box fits it" if fit is None else (
                     f"the box fits it badly (rms {fit.rms_px:.1f} px)" if fit.rms_px > self.config.fit_max_rms_px

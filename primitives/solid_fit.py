@@ -534,7 +534,7 @@ def _hidden_tightness(x: FloatArray, samples: list[tuple[FloatArray, View]]) -> 
         pts = _perimeter(sil, SAMPLES)
         hidden = ~_seen(view, pts) & _in_image(view, pts)
         out.append(np.where(hidden, HIDDEN_PULL * _outside(view, pts, "box"), 0.0))
-    return np.concatenate(out)
+    return np.concatenate(out) if out else np.zeros(0)
 
 
 def _in_image(view: View, pts: FloatArray) -> np.ndarray:
