@@ -556,9 +556,9 @@ class Robo:
         Segments "gripper finger" there (no step spent); needs the fingers within 75 deg of straight down.
         tips_px / midpoint_px: the tip ends of the pads as seen; model_tips_px / model_midpoint_px: where the
         model projects them; offset_px = midpoint_px - model_midpoint_px. shift_m = [dx, dy]: add it to
-        back_project(f"cam_{arm}_wrist", pixel, z=h) to get where that point really is relative to the TCP: best at
-        h = z (the fingertips' height), less close farther below. found=False with a reason when the fingers are
-        not seen.
+        back_project(f"cam_{arm}_wrist", pixel, z=h) to get where that point really is: best at h = z (the
+        fingertips' height). One pad seen: its offset stands for both (reason says so); found=False with a reason
+        when neither is.
         """
         t0 = time.perf_counter()
         self._check_arm(arm)

@@ -36,6 +36,7 @@ from calibration.transforms import FloatArray
 
 CIRCLE = 24  # points per circle of the cylinder model
 SAMPLES = 48  # points along each outline
+MAX_TURN_IN_GRIP = 0.6  # rad: how far a held box may be turned about the vertical between the pads
 HIDDEN_PULL = 0.3  # weight of the tightness where an arm may hide a held box's edge (1 where it is seen)
 TRIM_RMS_PX = 0.8  # a fit matching the masks worse than this is tried again without the points sticking out
 TRIM_PX = 1.0  # ... leaving out the mask outline points this far outside the fitted silhouette
@@ -308,8 +309,8 @@ def fit_held_box(
     pulled: Sequence[bool] | None = None,
 ) -> SolidFit | None:
     """A box held between a gripper's pads (pointing down): centred on the TCP along the fingers' closing axis, as
-    wide there as the pads are apart; free are its offset and length along the other horizontal axis, its bottom
-    and its top. The fingers hide much of a held object, so the free fit of `fit_solid` finds too little of it.
+    wide there as the pads are apart (a box turned in the grip touches them with its corners); free are its offset
+    along the pads, its turn about the vertical, its length, its bottom and its top. The fingers hide much of a held object, so the free fit of `fit_solid` finds too little of it.
     `pulled`: per view, whether its edges where an arm may hide them still pull weakly (`_hidden_tightness`): not in
     the holding gripper's own wrist view, whose image bottom and pads truly hide the object."""
     u = np.asarray(closing_axis[:2], float)
@@ -321,19 +322,22 @@ def fit_held_box(
     tz = float(tcp[2])
 
     def full(y: FloatArray) -> FloatArray:
-        off, a, bottom, h = y
+        # A box turned by t in the grip touches the pads with its corners: its extent across them is `width`.
+        off, t, a, bottom, h = y
         c = np.asarray(tcp[:2], float) + off * p
-        return np.array([c[0], c[1], yaw, a, width / 2.0, bottom, h])
+        b = max((width / 2.0 - a * abs(math.sin(t))) / math.cos(t), 0.002)
+        return np.array([c[0], c[1], yaw + t, a, b, bottom, h])
 
     def res(y: FloatArray) -> FloatArray:
         x = full(y)
         return np.concatenate([_residuals(x, "box", samples), _hidden_tightness(x, pull_samples)])
 
-    lo = np.array([-0.03, 0.005, table_z - 0.005, 0.005])
-    hi = np.array([0.03, 0.1, tz + 0.02, 0.2])
+    turn = MAX_TURN_IN_GRIP if len(views) > 1 else 1e-6  # one view cannot tell a turn from a longer box
+    lo = np.array([-0.03, -turn, 0.005, table_z - 0.005, 0.005])
+    hi = np.array([0.03, turn, 0.1, tz + 0.02, 0.2])
     best = None
     for below, above in ((0.03, 0.02), (0.05, 0.0), (0.02, 0.04)):
-        y0 = np.clip(np.array([0.0, max(width / 2.0, 0.01), tz - below, below + above]), lo + 1e-6, hi - 1e-6)
+        y0 = np.clip(np.array([0.0, 0.0, max(width / 2.0, 0.01), tz - below, below + above]), lo + 1e-6, hi - 1e-6)
         try:
             r = least_squares(res, y0, bounds=(lo, hi), loss="soft_l1", f_scale=1.0, diff_step=1e-4, max_nfev=100,
                               ftol=1e-5, xtol=1e-5)
@@ -349,11 +353,11 @@ def fit_held_box(
     rms = float(np.sqrt(np.mean(seen[seen < 5.0] ** 2))) if (seen < 5.0).any() else math.inf
     j = np.asarray(best.jac)[inliers]
     cov = np.linalg.pinv(j.T @ j) * max(rms, 0.35) ** 2
-    _, a, bottom, h = best.x
     x = full(best.x)
-    length, wid, heading = (2 * a, width, yaw) if 2 * a >= width else (width, 2 * a, yaw + math.pi / 2)
+    a, b, bottom, h = x[3], x[4], x[5], x[6]
+    length, wid, heading = (2 * a, 2 * b, x[2]) if a >= b else (2 * b, 2 * a, x[2] + math.pi / 2)
     sig_xy = float(math.sqrt(max(cov[0, 0], 0.0)))
-    sig_top = float(math.sqrt(max(cov[2, 2] + cov[3, 3] + 2 * cov[2, 3], 0.0)))
+    sig_top = float(math.sqrt(max(cov[3, 3] + cov[4, 4] + 2 * cov[3, 4], 0.0)))
     return SolidFit("box", x[:2].copy(), float(heading % math.pi), float(length), float(wid), float(bottom),
                     float(bottom + h), rms, sig_xy, sig_top, _hidden_fraction(x, "box", samples),
                     unseen=_unseen(x, "box", samples))

@@ -207,11 +207,14 @@ def test_a_held_block_is_not_stretched_where_the_arm_may_hide_it(env: TwinEnv) -
     # covered the box's whole outline in the head and the looking wrist views, nothing kept the free fit from growing
     # along the pads (57 and 67 mm long, centre 3 mm off), and the "view from above" footprint came back 66 x 13 mm.
     for i, shot in enumerate(shots(env, STATION, "held block", 13, 3)):
-        if i == 1:
-            continue  # a cube turned in the grip (pads 54 mm apart): no box between the pads models it
         loc = _locate(env, without_depth(shot.raw), shot.step, shot.text)
         assert loc.found and loc.held_by, loc
         exy, ez = _errors(loc, shot)
+        if i == 1:
+            # A 50 mm cube turned in the grip (pads 54 mm apart, 16 mm off along them): a box square to the pads
+            # put it 14 mm off; turned, it touches them with its corners.
+            assert exy < 0.008 and exy <= 2 * loc.uncertainty_xy_m and ez <= 2 * loc.uncertainty_z_m, loc
+            continue
         assert exy < 0.0015 and ez < 0.002, (loc, shot.true_xy, shot.true_top)
         bb = env.truth(0).scene.objects[shot.label].spec.bbox_vertices
         size = float((bb.max(0) - bb.min(0))[0])
