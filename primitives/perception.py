@@ -974,6 +974,11 @@ class Perception:
             fx, fz = max(3 * fx, 0.02), max(3 * fz, 0.04)
         elif key != "fit" and "partly hidden" in est.notes:
             fx, fz = 2 * fx, 2 * fz
+        if key != "fit" and "square-footprint prior" in est.notes:
+            # One face seen, its depth assumed: a board seen edge-on may be a third as deep (trial U: a 20.5 x 6 cm
+            # board came back 20 x 20 cm, its centre 6 cm off at 1 cm stated). Twice this covers any depth up to
+            # twice the width.
+            fx = max(fx, est.length / 4.0)
         return replace(est, sigma_xy=max(est.sigma_xy, fx), sigma_top=max(est.sigma_top, fz))
 
     def _match(self, obs: Observation, cam_name: str, text: str, min_score: float, est: Estimate) -> np.ndarray | str:

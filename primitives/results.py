@@ -41,7 +41,7 @@ class Motion:
     arm: str  # "left", "right" or "both"
     planned: bool
     reached: bool  # planned and the measured TCP ended within ${reach_mm} mm and ${reach_deg} deg of the target
-    reason: str  # why not planned / not reached; "" when reached
+    reason: str  # why not planned / not reached; else "" or a note
     target: list[float]  # commanded TCP [x, y, z] (for "both": left then right, 6 values)
     tcp: list[float]  # measured TCP [x, y, z] at the end (for "both": left then right)
     position_error_m: float  # largest over the moved arms
@@ -57,7 +57,7 @@ class MoveCheck:
 
     arm: str
     feasible: bool
-    reason: str  # why not feasible; "" when it is
+    reason: str  # why not feasible; else "" or a note
     steps: int  # actions the motion would take (0 when not feasible)
     lowest_z: float = 0.0  # lowest TCP z along the planned path, its start included (a joint path can dip below both ends)
     highest_z: float = 0.0  # highest TCP z along it

@@ -39,6 +39,7 @@ from primitives.results import (
 
 CallRecorder = Callable[[dict[str, Any]], None]
 MIN_TRANSIT_CLEARANCE_M = 0.03  # path="transit" travels at least this far above its goal (or `clearance`, if less)
+NEAR_WITHIN_M = 0.06  # locate(near=...): the measured match must lie this close to the point (plus twice its uncertainty)
 R = TypeVar("R", Motion, MoveCheck)
 ImageSink = Callable[[CapturedImage], None]
 
@@ -74,6 +75,15 @@ def _not_found_hint(text: str) -> str:
         return " (hidden? look_at it with a wrist camera or move an arm out of the head camera's view; or other words)"
     return (f" (segmentation wants a short noun phrase; a word that does not fit the object loses the match: try "
             f"{' or '.join(tries)}, with near=[x, y] to pick one)")
+
+
+def _turned_note(start: FloatArray, end: FloatArray, reason: str) -> str:
+    """A move without yaw or quat that turned the grasp by pi about the fingers (where the wrist could not keep it)
+    says so: the same grasp, but a held object's handle or spout now points the other way (trial T)."""
+    if float(start[:, 1] @ end[:, 1]) > 0.0:
+        return reason
+    note = "turned by pi about the fingers to reach it (the same grasp; a held object turned with it)"
+    return f"{reason}; {note}" if reason else note
 
 
 def _nothing_matched(reason: str) -> bool:
@@ -202,7 +212,10 @@ class Robo:
         """
         t0 = time.perf_counter()
         targets, args = self._move_request(arm, xyz, yaw, tilt, quat, path, speed, clearance)
+        start = self._tcp_frame(arm, self._cmd_q[arm])[0]
         result = self._with_orientation_hint(self._move(targets, path, speed, clearance), yaw, quat)
+        if yaw is None and quat is None:
+            result = replace(result, reason=_turned_note(start, self._tcp_frame(arm, self._cmd_q[arm])[0], result.reason))
         result = self._with_tilt_hint(result, arm, xyz, yaw, tilt)
         self._log("move_to", args, result, t0, result.steps_used)
         return result
@@ -230,7 +243,9 @@ class Robo:
             kin = self._kin.arm(arm)
             zs = [float(self._tcp_frame(arm, self._cmd_q[arm])[1][2])]
             zs += [float(kin.fk(q, "tcp")[2, 3]) for q in plans[arm]]
-            result = MoveCheck(arm, True, "", len(plans[arm]), round(min(zs), 4), round(max(zs), 4),
+            note = "" if yaw is not None or quat is not None else _turned_note(
+                self._tcp_frame(arm, self._cmd_q[arm])[0], kin.fk(plans[arm][-1], "tcp")[:3, :3], "")
+            result = MoveCheck(arm, True, note, len(plans[arm]), round(min(zs), 4), round(max(zs), 4),
                                round(travel.get(arm, 0.0), 4))
         result = self._with_tilt_hint(result, arm, xyz, yaw, tilt)
         self._log("check_move", args, result, time.perf_counter(), 0)
@@ -465,8 +480,8 @@ class Robo:
         A wrist camera whose fingertips show 3 px or more off the model is corrected by them (fingertips(); reason
         says so). `cameras` restricts which cameras to use. found=False with a reason when nothing usable is seen (no
         match, segmentation down, object cut by the image border).
-        near=[x, y(, z)]: of several matching objects, the measured one nearest that point in xy (else the best
-        match).
+        near=[x, y(, z)]: of several matching objects, the measured one nearest that point in xy; found=False
+        when none is within 6 cm.
         """
         t0 = time.perf_counter()
         if not isinstance(text, str) or not text.strip():
@@ -485,6 +500,16 @@ class Robo:
             measured = [r for r in every if r.found]
             if measured:
                 result = min(measured, key=lambda r: math.dist(r.xyz[:2], point[:2]))
+                away = math.dist(result.xyz[:2], point[:2])
+                if away > NEAR_WITHIN_M + 2 * result.uncertainty_xy_m:
+                    # Trial S: near=[-0.315, -0.076] returned a block at (0.019, -0.208), unremarked.
+                    result = replace(
+                        result, found=False, xyz=[], footprint=[], heading=0.0, height=0.0, outline=[], held_by="",
+                        tcp_offset=[], uncertainty_xy_m=0.0, uncertainty_z_m=0.0,
+                        reason=f"no {text.strip()!r} within {100 * NEAR_WITHIN_M:.0f} cm of near="
+                        f"{[round(float(v), 3) for v in point[:2]]}: the nearest match is at "
+                        f"{[round(v, 3) for v in result.xyz[:2]]}, {100 * away:.0f} cm away (locate without near "
+                        "to take it)")
             else:
                 result = self._perception.locate(self._obs, text.strip(), cameras=cameras, min_score=min_score)
         if not result.found and _nothing_matched(result.reason):
@@ -519,10 +544,10 @@ class Robo:
         """Point the arm's wrist camera at xyz from above, so the point is at the centre of its image.
 
         The camera goes `distance` m (0.12 .. 0.45) from the point, above it and a little toward the robot
-        (the head camera's side, turned 35 deg), looking down at it at about 70 deg, gripper straight down
-        (TCP about 0.12 m above the point at the default distance): empty fingers stay out of the image centre
+        (the head camera's side, turned 35 deg), looking down at it at about 70 deg, the gripper leaning 40
+        deg off vertical (TCP about 0.12 m above the point at the default distance; give the next move a yaw): empty fingers stay out of the image centre
         (a held object may not), and a following locate() measures the object with both cameras (method
-        "head+wrist"). If that pose is out of reach, nearby viewing directions are tried. From below the viewing height the TCP first rises
+        "head+wrist"). Else nearby viewing directions are tried. From below the viewing height the TCP first rises
         straight up, then a joint-space path; planned=False (nothing moved) when no viewing pose is reachable.
         """
         t0 = time.perf_counter()

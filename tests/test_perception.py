@@ -5,6 +5,8 @@ Accuracy is measured against the twin's true object poses (the tests' privilege;
 
 from __future__ import annotations
 
+import math
+
 import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -239,6 +241,13 @@ def test_robo_locate_near_picks_the_instance_nearest_the_point(blocks: Scene) ->
     with pytest.raises(ValueError):
         robo.locate("block", near=[0.1])
     assert not robo.locate("zebra", near=[0.0, 0.0]).found
+    # Trial S: near=[-0.315, -0.076] returned a block at (0.019, -0.208) as found; far from every match is not found.
+    far = [0.6, 0.3]
+    nearest = min(every, key=lambda b: math.dist(b.xyz[:2], far))
+    assert math.dist(nearest.xyz[:2], far) > 0.1
+    missed = robo.locate("block", near=far)
+    assert not missed.found and missed.xyz == [] and "cm away" in missed.reason, missed.reason
+    assert str(round(nearest.xyz[0], 3)) in missed.reason
 
 
 # ----------------------------------------------------------------------------------------------- bench

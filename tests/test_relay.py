@@ -247,3 +247,15 @@ def test_end_text_has_no_cell_output_when_the_last_cell_completed(tmp_path: Path
     end_relay(relay, agent, success=True, steps=90, step_limit=200)
     text = show(relay.dir.path, wait_s=0).text
     assert "agent_steps: 90" in text and "its output" not in text and "hold still" not in text
+
+
+def test_the_end_says_a_step_limit_failure_after_finish_is_the_benchmark_running_out_the_steps(tmp_path: Path) -> None:
+    # Trial U: "failure: step limit" after the model's finish(failure) read as if the step limit caused the failure.
+    relay = Relay(tmp_path / "relay", answer_timeout_s=30).start()
+    relay.end({"status": "finished", "success": False, "failure": "step limit",
+               "finish": {"status": "failure", "summary": "x", "via": "tool"}})
+    text = show(relay.dir.path, wait_s=0).text
+    assert "failure: step limit (how the benchmark booked it: after finish it runs out the remaining steps)" in text
+    other = Relay(tmp_path / "other", answer_timeout_s=30).start()
+    other.end({"status": "episode_ended", "success": False, "failure": "step limit"})
+    assert "failure: step limit\n" in show(other.dir.path, wait_s=0).text + "\n"

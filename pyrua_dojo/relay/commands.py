@@ -174,7 +174,11 @@ def render_end(rd: RelayDir) -> str:
     for key in ("success", "score", "steps", "agent_steps", "step_limit", "llm_calls", "cells", "reason", "failure",
                 "error", "agent_error", "finish"):
         if out.get(key) is not None:
-            lines.append(f"{key}: {json.dumps(out[key]) if isinstance(out[key], (dict, list)) else out[key]}")
+            value = json.dumps(out[key]) if isinstance(out[key], (dict, list)) else out[key]
+            if key == "failure" and out.get("finish"):
+                # Trial U: "failure: step limit" read as if the step limit caused it; the model had finished.
+                value = f"{value} (how the benchmark booked it: after finish it runs out the remaining steps)"
+            lines.append(f"{key}: {value}")
     if out.get("agent_steps") is not None and out.get("steps") is not None and out["steps"] != out["agent_steps"]:
         lines.append("  (steps: the episode's length as the benchmark ran it; after finish the arms hold still until "
                      "the benchmark ends the episode. agent_steps: the actions the agent's cells used)")
