@@ -885,9 +885,12 @@ class Robo:
         for arm in ARMS:
             if arm not in targets:
                 continue
-            rot, tcp = self._measured_tcp(arm)
+            _, tcp = self._measured_tcp(arm)
+            # Reached: where the measured joints put the TCP by the model. The station's own ee pose may differ by
+            # its model error (trial V: 3-5 mm on drawn stations, every free move "blocked?"), which no motion fixes.
+            rot, at = self._tcp_frame(arm, np.asarray(self._obs.joints[arm], dtype=float))
             goal = targets[arm]
-            pos_err = max(pos_err, float(np.linalg.norm(tcp - goal[:3, 3])))
+            pos_err = max(pos_err, float(np.linalg.norm(at - goal[:3, 3])))
             rot_err = max(rot_err, math.degrees(rotation_angle(rot, goal[:3, :3])))
             target_xyz += [round(float(v), 4) for v in goal[:3, 3]]
             tcp_xyz += [round(float(v), 4) for v in tcp]
