@@ -40,7 +40,7 @@ class Motion:
 
     arm: str  # "left", "right" or "both"
     planned: bool
-    reached: bool  # planned and the measured joints put the TCP within ${reach_mm} mm and ${reach_deg} deg of the target
+    reached: bool  # planned, and the measured joints put the TCP within ${reach_mm} mm and ${reach_deg} deg of target
     reason: str  # why not planned / not reached; else "" or a note
     target: list[float]  # commanded TCP [x, y, z] (for "both": left then right, 6 values)
     tcp: list[float]  # measured TCP [x, y, z] at the end (for "both": left then right)

@@ -39,7 +39,7 @@ from primitives.results import (
 
 CallRecorder = Callable[[dict[str, Any]], None]
 MIN_TRANSIT_CLEARANCE_M = 0.03  # path="transit" travels at least this far above its goal (or `clearance`, if less)
-NEAR_WITHIN_M = 0.06  # locate(near=...): the measured match must lie this close to the point (plus twice its uncertainty)
+NEAR_WITHIN_M = 0.06  # locate(near=...): the match must lie this close to the point (plus twice its uncertainty)
 R = TypeVar("R", Motion, MoveCheck)
 ImageSink = Callable[[CapturedImage], None]
 
@@ -215,7 +215,8 @@ class Robo:
         start = self._tcp_frame(arm, self._cmd_q[arm])[0]
         result = self._with_orientation_hint(self._move(targets, path, speed, clearance), yaw, quat)
         if yaw is None and quat is None:
-            result = replace(result, reason=_turned_note(start, self._tcp_frame(arm, self._cmd_q[arm])[0], result.reason))
+            end = self._tcp_frame(arm, self._cmd_q[arm])[0]
+            result = replace(result, reason=_turned_note(start, end, result.reason))
         result = self._with_tilt_hint(result, arm, xyz, yaw, tilt)
         self._log("move_to", args, result, t0, result.steps_used)
         return result
@@ -545,10 +546,11 @@ class Robo:
 
         The camera goes `distance` m (0.12 .. 0.45) from the point, above it and a little toward the robot
         (the head camera's side, turned 35 deg), looking down at it at about 70 deg, the gripper leaning 40
-        deg off vertical (TCP about 0.12 m above the point at the default distance; give the next move a yaw): empty fingers stay out of the image centre
-        (a held object may not), and a following locate() measures the object with both cameras (method
-        "head+wrist"). Else nearby viewing directions are tried. From below the viewing height the TCP first rises
-        straight up, then a joint-space path; planned=False (nothing moved) when no viewing pose is reachable.
+        deg off vertical (TCP about 0.12 m above the point at the default distance; give the next move a yaw):
+        empty fingers stay out of the image centre (a held object may not), and a following locate() measures the
+        object with both cameras (method "head+wrist"). Else nearby viewing directions are tried. From below the
+        viewing height the TCP first rises straight up, then a joint-space path; planned=False (nothing moved) when
+        no viewing pose is reachable.
         """
         t0 = time.perf_counter()
         self._check_arm(arm)

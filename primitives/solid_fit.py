@@ -310,15 +310,17 @@ def fit_held_box(
 ) -> SolidFit | None:
     """A box held between a gripper's pads (pointing down): centred on the TCP along the fingers' closing axis, as
     wide there as the pads are apart (a box turned in the grip touches them with its corners); free are its offset
-    along the pads, its turn about the vertical, its length, its bottom and its top. The fingers hide much of a held object, so the free fit of `fit_solid` finds too little of it.
-    `pulled`: per view, whether its edges where an arm may hide them still pull weakly (`_hidden_tightness`): not in
-    the holding gripper's own wrist view, whose image bottom and pads truly hide the object."""
+    along the pads, its turn about the vertical, its length, its bottom and its top. The fingers hide much of a held
+    object, so the free fit of `fit_solid` finds too little of it. `pulled`: per view, whether its edges where an arm
+    may hide them still pull weakly (HIDDEN_PULL; without it nothing keeps the box from growing where the arm's outline
+    covers it: held cubes came out 7 mm long, their centre 3 mm off): not in the holding gripper's own wrist view,
+    whose image bottom and pads truly hide the object."""
     u = np.asarray(closing_axis[:2], float)
     u = u / max(float(np.linalg.norm(u)), 1e-9)
     p = np.array([-u[1], u[0]])
     yaw = math.atan2(float(p[1]), float(p[0]))  # the box's local x runs along the pads (p), y across them (u)
     samples = [(_perimeter(v.hull, SAMPLES), v) for v in views]
-    pull_samples = [sv for sv, p in zip(samples, pulled or [True] * len(samples)) if p]
+    pull = [HIDDEN_PULL if on else 0.0 for on in (pulled or [True] * len(views))]
     tz = float(tcp[2])
 
     def full(y: FloatArray) -> FloatArray:
@@ -329,8 +331,7 @@ def fit_held_box(
         return np.array([c[0], c[1], yaw + t, a, b, bottom, h])
 
     def res(y: FloatArray) -> FloatArray:
-        x = full(y)
-        return np.concatenate([_residuals(x, "box", samples), _hidden_tightness(x, pull_samples)])
+        return _residuals(full(y), "box", samples, pull)
 
     turn = MAX_TURN_IN_GRIP if len(views) > 1 else 1e-6  # one view cannot tell a turn from a longer box
     lo = np.array([-0.03, -turn, 0.005, table_z - 0.005, 0.005])
@@ -347,9 +348,8 @@ def fit_held_box(
             best = r
     if best is None:
         return None
-    residuals = res(best.x)
-    inliers = residuals < 5.0
-    seen = residuals[: len(residuals) - SAMPLES * len(pull_samples)]  # the rms: of the edges seen, not the pull
+    inliers = res(best.x) < 5.0
+    seen = _residuals(full(best.x), "box", samples)  # the rms: of the edges seen, not the weak pull
     rms = float(np.sqrt(np.mean(seen[seen < 5.0] ** 2))) if (seen < 5.0).any() else math.inf
     j = np.asarray(best.jac)[inliers]
     cov = np.linalg.pinv(j.T @ j) * max(rms, 0.35) ** 2
@@ -505,12 +505,20 @@ def _silhouette(x: FloatArray, shape: str, cam: Camera) -> FloatArray | None:
     return cv2.convexHull(uv.astype(np.float32)).reshape(-1, 2).astype(float)
 
 
-def _residuals(x: FloatArray, shape: str, samples: list[tuple[FloatArray, View]]) -> FloatArray:
-    out = []
-    for mask_pts, view in samples:
+def _residuals(
+    x: FloatArray, shape: str, samples: list[tuple[FloatArray, View]], pull: Sequence[float] | None = None
+) -> FloatArray:
+    """Containment and tightness residuals (px), view by view. `pull`: per view, the weight of a tightness where
+    something may hide the edge (0: none, the default; HIDDEN_PULL), appended after the others for the views that
+    pull."""
+    out, pulls = [], []
+    for i, (mask_pts, view) in enumerate(samples):
+        weight = pull[i] if pull is not None else 0.0
         sil = _silhouette(x, shape, view.camera)
         if sil is None or len(sil) < 3:
             out.append(np.full(len(mask_pts) + SAMPLES, 50.0))
+            if weight:
+                pulls.append(np.zeros(SAMPLES))
             continue
         # Containment: the mask lies inside the silhouette. For a round body, mask points far outside it pull less
         # (a handle or spout the outline cut could not remove: `_cut_handle` needs two dents).
@@ -518,38 +526,29 @@ def _residuals(x: FloatArray, shape: str, samples: list[tuple[FloatArray, View]]
         if shape == "cylinder":
             d = np.minimum(d, CONTAIN_SOFT_PX) + CONTAIN_SLOPE * np.maximum(d - CONTAIN_SOFT_PX, 0.0)
         out.append(3.0 * d)
-        # Tightness: the silhouette lies inside the mask (where it is seen and in the image).
+        # Tightness: the silhouette lies inside the mask (where it is seen and in the image); weakly where something
+        # may hide it, for a view that pulls.
         sil_pts = _perimeter(sil, SAMPLES)
-        seen = _seen(view, sil_pts)
-        out.append(np.where(seen, _outside(view, sil_pts, shape), 0.0))
-    return np.concatenate(out)
-
-
-def _hidden_tightness(x: FloatArray, samples: list[tuple[FloatArray, View]]) -> FloatArray:
-    """A weak pull of a box's silhouette toward the mask where something may hide it. Around a held object the arm's
-    capsules cover most of its outline in every view but its holder's own: without this pull nothing keeps the box
-    from growing there (measured: held cubes 7 mm too long along the pads, their centre 3 mm off)."""
-    out = []
-    for _, view in samples:
-        sil = _silhouette(x, "box", view.camera)
-        if sil is None or len(sil) < 3:
-            out.append(np.zeros(SAMPLES))
-            continue
-        pts = _perimeter(sil, SAMPLES)
-        hidden = ~_seen(view, pts) & _in_image(view, pts)
-        out.append(np.where(hidden, HIDDEN_PULL * _outside(view, pts, "box"), 0.0))
-    return np.concatenate(out) if out else np.zeros(0)
+        inside = _in_image(view, sil_pts)
+        seen = _seen(view, sil_pts, inside)
+        outside = _outside(view, sil_pts, shape)
+        out.append(np.where(seen, outside, 0.0))
+        if weight:
+            pulls.append(np.where(inside & ~seen, weight * outside, 0.0))
+    return np.concatenate(out + pulls)
 
 
 def _in_image(view: View, pts: FloatArray) -> np.ndarray:
+    """Which points lie inside the view's image (a pixel from its border)."""
     k = view.camera.intrinsics
     return (pts[:, 0] > 1) & (pts[:, 0] < k.width - 1) & (pts[:, 1] > 1) & (pts[:, 1] < k.height - 1)
 
 
-def _seen(view: View, pts: FloatArray) -> np.ndarray:
-    """Which silhouette points could show the object's edge: inside the image and not where something may hide it."""
+def _seen(view: View, pts: FloatArray, inside: np.ndarray | None = None) -> np.ndarray:
+    """Which silhouette points could show the object's edge: inside the image (`inside`, when already known) and not
+    where something may hide it."""
     k = view.camera.intrinsics
-    ok = (pts[:, 0] > 1) & (pts[:, 0] < k.width - 1) & (pts[:, 1] > 1) & (pts[:, 1] < k.height - 1)
+    ok = (_in_image(view, pts) if inside is None else inside).copy()
     if view.occluded is not None:
         col = np.clip(pts[:, 0].astype(int), 0, k.width - 1)
         row = np.clip(pts[:, 1].astype(int), 0, k.height - 1)
@@ -595,6 +594,7 @@ def _hidden_fraction(x: FloatArray, shape: str, samples: list[tuple[FloatArray, 
 
 
 def _unseen(x: FloatArray, shape: str, samples: list[tuple[FloatArray, View]]) -> tuple[float, ...]:
+    """Per view, the share of the solid's silhouette edge inside the image where something may hide it."""
     out = []
     for _, view in samples:
         sil = _silhouette(x, shape, view.camera)
@@ -603,7 +603,7 @@ def _unseen(x: FloatArray, shape: str, samples: list[tuple[FloatArray, View]]) -
             continue
         pts = _perimeter(sil, SAMPLES)
         inside = _in_image(view, pts)
-        out.append(float(np.sum(inside & ~_seen(view, pts)) / max(int(inside.sum()), 1)))
+        out.append(float(np.sum(inside & ~_seen(view, pts, inside)) / max(int(inside.sum()), 1)))
     return tuple(out)
 
 
