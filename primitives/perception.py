@@ -50,6 +50,7 @@ from primitives.results import CameraMeta, Located
 from primitives.seg_contract import Instance
 from primitives.seg_client import SegmentationClient
 from primitives.solid_fit import (
+    FitStart,
     NECK_POINTS,
     SolidFit,
     View,
@@ -447,7 +448,10 @@ class Perception:
                 ):
                     # An arm may hide part of its top from the depth cameras: the centre comes from a fit of the
                     # masks (which leaves out what the arms may hide), the top's height from depth.
-                    fitted = self._fit_estimate(obs, text, min_score, primary, mask, est, allowed)
+                    # Started from the masks' own estimate too: the depth points of a partly hidden top can start
+                    # the fit in another valley (a cylinder 1 cm off where the masks fit a box within 1 mm).
+                    fitted = self._fit_estimate(obs, text, min_score, primary, mask, est, allowed,
+                                                also_from=self._mask_estimate(obs, {primary: mask}))
                     if fitted is not None and "not quite a" in fitted[0].notes and "held by the" not in fitted[0].notes:
                         # The solid does not explain the masks (a handle, a neck): its centre is no better than the
                         # depth points'; keep those, no surer than the two agree.
@@ -685,9 +689,11 @@ class Perception:
         allowed: list[str],
         with_slivers: bool = False,
         slivers_seen: list[str] | None = None,
+        also_from: Estimate | None = None,
     ) -> tuple[Estimate, list[str], str, dict[str, np.ndarray]] | None:
         """Fit a box or cylinder on an unknown support to the masks of every camera that sees the object (see
-        `primitives.solid_fit`); None when fewer than two cameras see it or the fit does not match the masks."""
+        `primitives.solid_fit`), started from `est` (and `also_from`, when given); None when fewer than two cameras
+        see it or the fit does not match the masks."""
         table_z = self.station.table.top_z
         cams = {primary: self.camera(obs, primary)}
         masks = {primary: mask}
@@ -758,7 +764,8 @@ class Perception:
                 fit = None
         if fit is None:
             holder = None
-            starts = [(est.xy, table_z, table_z + est.height)]
+            starts: list[FitStart] = [(e.xy, table_z, table_z + e.height, e.heading, (e.length, e.width))
+                                 for e in (est, also_from) if e is not None]
             if centre is not None and centre[2] > table_z:
                 h = max(est.height, 0.02)
                 starts.append((centre[:2], max(table_z, centre[2] - h / 2), centre[2] + h / 2))

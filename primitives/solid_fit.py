@@ -178,23 +178,35 @@ def _cut_handle(contour: np.ndarray) -> np.ndarray:
     return body.reshape(-1, 1, 2)
 
 
+# A start of a fit: (xy, bottom z, top z), or with its own (heading, (length, width)) after them.
+FitStart = tuple[FloatArray, float, float] | tuple[FloatArray, float, float, float, tuple[float, float]]
+
+
 def fit_solid(
     views: Sequence[View],
-    starts: Sequence[tuple[FloatArray, float, float]],
+    starts: Sequence[FitStart],
     heading: float,
     size: tuple[float, float],
     table_z: float,
     shapes: Sequence[str] = ("box", "cylinder"),
 ) -> SolidFit | None:
-    """The best fit over shapes and starts ((xy, bottom z, top z) guesses); a box must beat a cylinder by 10 %.
+    """The best fit over shapes and starts ((xy, bottom z, top z) guesses, each with its own (heading, (length,
+    width)) after them where given, else `heading` and `size`); a box must beat a cylinder by 10 %.
 
     Every (shape, start) pair gets a short fit; the best one is refined.
     """
     by_shape = {shape: _samples(views, shape) for shape in shapes}
     trials = []
-    for shape in shapes:
-        for xy, s0, t0 in starts:
-            x0, lo, hi = _start(shape, xy, s0, t0, heading, size, table_z)
+    # Round bodies first: their fit has fewer unknowns and lands nearer the centre from a poor start (a box's free
+    # length can run along edges an arm hides); a box is also started where the best of them ended.
+    for shape in sorted(shapes, key=lambda s: s != "cylinder"):
+        more = []
+        if shape == "box" and trials:
+            _, _, xc, _, _ = min(trials, key=lambda t: t[0])
+            more = [(xc[:2], float(xc[3]), float(xc[3] + xc[4]))]
+        for xy, s0, t0, *own in [*starts, *more]:
+            a, lw = own if own else (heading, size)
+            x0, lo, hi = _start(shape, xy, s0, t0, a, lw, table_z)
             r = _solve(shape, by_shape[shape], x0, lo, hi, 25)
             if r is not None:
                 # A box has more free parameters than a round body: prefer the round fit unless 10 % worse.
