@@ -220,6 +220,16 @@ def test_mode_dependent_wording():
     assert "robo.show(camera)" in on.system and "You receive no images" in off.system
     assert off.card_images == () and "number of LLM calls left" in off.system
     assert "longer than 45 s of wall time" in off.system
+    # the image limit per cell is the one the cells apply (trial U: crops beyond the fourth were dropped unannounced)
+    assert "at most 4 per cell" in on.system
+    assert "at most 2 per cell" in build_prompt(_card(), api="x", options=PromptOptions(max_images_per_cell=2)).system
+
+
+def test_the_policy_config_states_its_image_limit_in_the_prompt():
+    from pyrua_dojo.plugin.config import PolicyConfig
+
+    cfg = PolicyConfig.from_model_cfg({"task_name": "stack_blocks", "max_images_per_cell": 3})
+    assert cfg.cells.max_images_per_cell == 3 and cfg.prompt.max_images_per_cell == 3
 
 
 def test_render_refuses_a_missing_value():

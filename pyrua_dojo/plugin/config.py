@@ -148,6 +148,7 @@ class PolicyConfig:
             cell_deadline_s=deadline,
             calls_left_notice=int(cfg.get("calls_left_notice", 0)) > 0,
             image_max_side=cells.image_max_side,
+            max_images_per_cell=cells.max_images_per_cell,
             judging_card=_bool(cfg.get("judging_card", True), "judging_card"),
         )
         step_limit = cfg.get("step_limit")

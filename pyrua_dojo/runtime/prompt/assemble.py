@@ -47,6 +47,7 @@ class PromptOptions:
     image_format: Literal["jpeg", "png"] = "jpeg"
     jpeg_quality: int = 85
     image_max_side: int | None = 640
+    max_images_per_cell: int = 4  # the contract states it (the cells keep the latest this many)
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ def build_prompt(
     unavailable (only for inspecting texts before the robot class exists). `facts`: the station's numbers the
     notes state (`station_facts(...)`; default the packaged station's)."""
 
-    images_text = load_text("contract_images" if options.images else "contract_no_images")
+    images_text = (render("contract_images", max_images=str(options.max_images_per_cell)) if options.images
+                   else load_text("contract_no_images"))
     calls_left = load_text("contract_calls_left") if options.calls_left_notice else ""
     contract = render(
         "contract",
