@@ -89,7 +89,7 @@ class LocateConfig:
     straight_ratio: float = 0.12  # near edge sagitta / chord below this: one face seen
     prior_error_m: float = 0.003  # how far a footprint edge placed by the symmetric prior may be off
     fit_max_rms_px: float = 3.0  # a solid fit matching the masks worse than this is not used
-    # Camera model errors (px, one sigma, a rigid image shift) that a fit's stated uncertainty carries (the fit's own
+    # Camera model errors (px, one sigma, a rigid image shift) that a fit's and depth's stated uncertainty carry (their own
     # statistics cannot see them: two views with shifted images still fit a solid, at the wrong height): the head
     # camera's; a wrist camera's as a share of its fingertips' offset from the model, or when they were not seen.
     model_px_head: float = 1.5
@@ -383,6 +383,36 @@ class Perception:
             result = replace(result, reason=f"{result.reason}; {note}".strip("; "))
         return result
 
+    def _with_depth_model_error(
+        self, obs: Observation, est: Estimate, views: dict[str, np.ndarray], table_z: float
+    ) -> Estimate:
+        """A depth estimate's uncertainty with the camera models' share: depth places points through each camera's
+        pose, so a model off by p px moves them by p px at their range (the head camera's `model_px_head`, a wrist
+        camera's as its fingertips measured, as in a fit); where several cameras see it, also half the largest
+        disagreement between what each alone measures (drawn stations: 5 mm off at 1.5 mm stated, 0-50 % covered)."""
+        top = np.array([est.xy[0], est.xy[1], table_z + est.height])
+        model = 0.0
+        singles = []
+        for name, mask in views.items():
+            cam = self.camera(obs, name)
+            _, dist = cam.project(top)
+            px = self.config.model_px_head if name == HEAD else self._view_model_px.get(name, 0.0)
+            model = max(model, px * float(dist) / float(cam.intrinsics.fx))
+            if len(views) > 1:
+                single = depth_estimate(self.config, [(cam, mask, obs.depth[name])], table_z)
+                if single is not None and SIDE_ONLY_NOTE not in single.notes:
+                    singles.append(single)
+        spread_xy = max((float(np.linalg.norm(a.xy - b.xy)) for a in singles for b in singles), default=0.0)
+        spread_z = max((abs(a.height - b.height) for a in singles for b in singles), default=0.0)
+        if not (model or spread_xy or spread_z):
+            return est
+        note = est.notes
+        if spread_xy > 0.003 or spread_z > 0.003:
+            note += (f"; the cameras' depth disagrees by {1000 * spread_xy:.0f} mm in xy and {1000 * spread_z:.0f} mm "
+                     "in height (camera models): uncertainty raised")
+        return replace(est, notes=note, sigma_xy=float(np.sqrt(est.sigma_xy ** 2 + model ** 2 + (spread_xy / 2) ** 2)),
+                       sigma_top=float(np.sqrt(est.sigma_top ** 2 + model ** 2 + (spread_z / 2) ** 2)))
+
     def _model_px(self, tips_offset_px: float) -> float:
         """How far (px, one sigma) a wrist camera's model may be off near the object after the fingertips' correction:
         a share of the offset they measured (a shift corrects the fingertips' plane only; a turned or raised mount
@@ -440,6 +470,7 @@ class Perception:
                 self.config, [(self.camera(obs, c), views[c], obs.depth[c]) for c in with_depth], table_z
             )
             if d_est is not None:
+                d_est = self._with_depth_model_error(obs, d_est, {c: views[c] for c in with_depth}, table_z)
                 est, method, used = d_est, "depth", with_depth
                 top = np.array([est.xy[0], est.xy[1], table_z + est.height])
                 mid = top - np.array([0.0, 0.0, est.height / 2])
