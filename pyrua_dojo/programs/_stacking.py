@@ -1,6 +1,7 @@
 """Helpers the stacking programs share (stack_blocks and stack_blocks_by_language include this file's cells).
 
-They are cells like any other: `robo`, `math` and the block height `H` come from the program's earlier cells.
+They are cells like any other: `robo`, `math`, the block height `H` and its uncertainty `H_SIGMA` come from the
+program's earlier cells.
 """
 
 # %% helpers: move over-then-down, pick (leaning out when far), place with a guarded descent
@@ -21,8 +22,19 @@ def side(x):
 def size():
     """The blocks' size: the lower median of the finger openings on those held so far and the height seen from afar
     (one grip on a block turned between the pads reads wide: seed 23 layout 4 read 60 mm on a 50 mm cube, and every
-    later grip was put back as something else)."""
-    return sorted(widths + [H])[len(widths) // 2]
+    later grip was put back as something else); that height only while it is sure (H_SIGMA within 5 mm) or nothing
+    was held yet."""
+    sizes = widths + [H] if H_SIGMA <= 0.005 or not widths else widths
+    return sorted(sizes)[(len(sizes) - 1) // 2]
+
+
+def alike(width):
+    """Whether a grip this wide holds one of the blocks, not a neighbour: within 6 mm of their size; at first within
+    what the measured height allows (2.5 sigma, at least 16 mm: seed 26 layout 1 on a drawn station read 28 mm from
+    the head for 50 mm cubes and put every grip back), and narrower than a first grip that may have read a block
+    turned between the pads."""
+    near_h = abs(width - H) <= max(0.016, 2.5 * H_SIGMA)
+    return near_h if not widths else abs(width - size()) <= 0.006 or (width < size() and near_h)
 
 
 def tall():
@@ -114,7 +126,7 @@ def pick(arm, b, others=()):
         g = robo.close(arm)
         # The blocks are alike: one that closes the fingers much narrower or wider than the blocks held so far (than
         # the measured height, at first) is something else, a neighbour: put it back, try the other faces.
-        if g.held and abs(g.width_m - size()) > (0.006 if widths else 0.016):
+        if g.held and not alike(g.width_m):
             robo.open(arm)
             robo.move_to(arm, [x, y, above])
             continue

@@ -33,6 +33,7 @@ for b in blocks:
 assert len(blocks) == 3, f"expected 3 blocks, found {len(blocks)}"
 # The three blocks are the same size (they look alike): their median height is surer than any one of them.
 H = sorted(b.height for b in blocks)[1]
+H_SIGMA = sorted(b.uncertainty_z_m for b in blocks)[1]  # how sure that height is (a head-only one: 1-2 cm)
 print(f"block height {H:.3f}")
 
 # %% include _stacking

@@ -40,6 +40,7 @@ for n, b in zip(names, blocks):
 assert all(plausible(b) for b in blocks), "not every block was found"
 # The three blocks are the same size: their median height is surer than any one of them.
 H = sorted(b.height for b in blocks)[1]
+H_SIGMA = sorted(b.uncertainty_z_m for b in blocks)[1]  # how sure that height is (a head-only one: 1-2 cm)
 
 # %% include _stacking
 
