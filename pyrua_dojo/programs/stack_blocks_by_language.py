@@ -14,7 +14,9 @@ names = [f"{c} block" for c in order]
 
 
 def plausible(b):
-    return b.found and max(b.footprint) < 0.07 and 0.02 < b.height < 0.07
+    """A block's size, as far as its measurement is sure (a head-only height on a drawn station may be 3 cm off)."""
+    sz, sxy = 2 * b.uncertainty_z_m, 2 * b.uncertainty_xy_m
+    return b.found and max(b.footprint) < 0.07 + sxy and 0.02 < b.height + sz and b.height - sz < 0.07
 
 
 def side(x):
