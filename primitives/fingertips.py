@@ -14,6 +14,8 @@ world correction (`Fingertips.shift_m`): first order in the camera error, exact 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -62,45 +64,15 @@ def measure_fingertips(
 ) -> Fingertips:
     """The fingertips of `arm` in its wrist camera's image of `obs` (see the module docstring); `camera`: that camera
     posed as the model puts it."""
-    cam_name = f"cam_{arm}_wrist"
-    kin = kinematics.arm(arm)
-    tcp = kin.fk(obs.joints[arm], "tcp")
-    rot, centre = tcp[:3, :3], tcp[:3, 3]
-    approach, closing, third = rot[:, 0], rot[:, 1], rot[:, 2]
-    tip_z = float(centre[2] + PAD_HALF[0] * approach[2])
+    model = _model_pads(obs, arm, station, kinematics, camera)
+    if isinstance(model, Fingertips):
+        return model
+    cam, cam_name, tip_z = camera, f"cam_{arm}_wrist", model.tip_z
+    model_masks, along, length, model_tips = model.masks, model.along, model.length, model.tips
+    model_centroids = [_centroid(m) for m in model_masks]
 
     def fail(reason: str) -> Fingertips:
         return Fingertips(arm, cam_name, False, reason, [], [], [], [], [], [], round(tip_z, 4), obs.step)
-
-    if approach[2] > -math.cos(MAX_TILT):
-        return fail(f"the fingers do not point down (more than {math.degrees(MAX_TILT):.0f} deg from vertical)")
-    cam = camera
-    k = cam.intrinsics
-    finger = station.x5.gripper.finger_from_value(float(obs.gripper[arm]))
-    model_masks: list[np.ndarray] = []
-    for side in (1.0, -1.0):
-        pad_centre = centre + side * (finger + PAD_HALF[1]) * closing
-        corners = np.array([
-            pad_centre + sa * PAD_HALF[0] * approach + sc * PAD_HALF[1] * closing + st * PAD_HALF[2] * third
-            for sa in (-1, 1) for sc in (-1, 1) for st in (-1, 1)
-        ])
-        uv, dist = cam.project(corners)
-        if np.any(dist <= 0):
-            return fail(f"a finger pad is behind {cam_name}'s model")
-        model_masks.append(_silhouette(uv, k.height, k.width))
-    if not all(m.any() for m in model_masks):
-        return fail(f"the model puts a finger pad outside {cam_name}'s image")
-    # The tip's direction in the image: from the pads' centres toward their tips.
-    uv_c, _ = cam.project(np.array([centre, centre + PAD_HALF[0] * approach]))
-    along = uv_c[1] - uv_c[0]
-    if not np.all(np.isfinite(along)) or np.hypot(*along) < 1.0:
-        return fail(f"the fingers point along {cam_name}'s view: their tips cannot be told apart")
-    along = along / np.hypot(*along)
-    # The tip region's length: a quarter of the modelled pad's extent along the tip direction (the seen pad's far
-    # end may be the same, its near end is often hidden by the gripper's body or cut by the image).
-    length = max(3.0, TIP_SHARE * min(_extent(m, along) for m in model_masks))
-    model_tips = [_tip(m, along, length) for m in model_masks]
-    model_centroids = [_centroid(m) for m in model_masks]
 
     if segmentation is None:
         return fail("segmentation unavailable: no segmentation service is configured")
@@ -146,6 +118,84 @@ def measure_fingertips(
         return fail(f"one finger is partly hidden ({areas[0]:.0f} px against {areas[1]:.0f} px seen of the other)")
     notes = "the pads were seen as one mask, split along the closing line" if merged else ""
     return _result(cam, arm, cam_name, tips, model_tips, tip_z, obs.step, notes)
+
+
+def reuse_offset(
+    obs: Observation,
+    arm: str,
+    *,
+    station: Station,
+    kinematics: X5Kinematics,
+    camera: Camera,
+    offset_px: Sequence[float],
+    seen_step: int,
+) -> Fingertips:
+    """The fingertips' offset from the model seen in an earlier image (`offset_px`, at step `seen_step`) applied to
+    the model's pads in this one: the camera is fixed to the gripper, so its mount's error moves the fingertips'
+    midpoint by the same pixels in every image (an opening unlike the model's moves the pads apart, not their
+    midpoint). For images where they are hidden (a held object, the other gripper) or out of view."""
+    model = _model_pads(obs, arm, station, kinematics, camera)
+    if isinstance(model, Fingertips):
+        return model
+    off = np.asarray(offset_px, dtype=float)
+    return _result(camera, arm, f"cam_{arm}_wrist", [t + off for t in model.tips], model.tips, model.tip_z, obs.step,
+                   f"not seen in this image: the offset seen at step {seen_step} reused")
+
+
+@dataclass(frozen=True)
+class _ModelPads:
+    """The finger pads where the camera model shows them: silhouettes, the tips' image direction, the tip region's
+    length (px), each pad's tip end, and the fingertips' height (m)."""
+
+    masks: list[np.ndarray]
+    along: FloatArray
+    length: float
+    tips: list[FloatArray]
+    tip_z: float
+
+
+def _model_pads(
+    obs: Observation, arm: str, station: Station, kinematics: X5Kinematics, cam: Camera
+) -> _ModelPads | Fingertips:
+    """The pads of `arm` as `cam` (its wrist camera, posed as modelled) shows them by the model, or a Fingertips with
+    found=False saying why they cannot be measured."""
+    cam_name = f"cam_{arm}_wrist"
+    kin = kinematics.arm(arm)
+    tcp = kin.fk(obs.joints[arm], "tcp")
+    rot, centre = tcp[:3, :3], tcp[:3, 3]
+    approach, closing, third = rot[:, 0], rot[:, 1], rot[:, 2]
+    tip_z = float(centre[2] + PAD_HALF[0] * approach[2])
+
+    def fail(reason: str) -> Fingertips:
+        return Fingertips(arm, cam_name, False, reason, [], [], [], [], [], [], round(tip_z, 4), obs.step)
+
+    if approach[2] > -math.cos(MAX_TILT):
+        return fail(f"the fingers do not point down (more than {math.degrees(MAX_TILT):.0f} deg from vertical)")
+    k = cam.intrinsics
+    finger = station.x5.gripper.finger_from_value(float(obs.gripper[arm]))
+    masks: list[np.ndarray] = []
+    for side in (1.0, -1.0):
+        pad_centre = centre + side * (finger + PAD_HALF[1]) * closing
+        corners = np.array([
+            pad_centre + sa * PAD_HALF[0] * approach + sc * PAD_HALF[1] * closing + st * PAD_HALF[2] * third
+            for sa in (-1, 1) for sc in (-1, 1) for st in (-1, 1)
+        ])
+        uv, dist = cam.project(corners)
+        if np.any(dist <= 0):
+            return fail(f"a finger pad is behind {cam_name}'s model")
+        masks.append(_silhouette(uv, k.height, k.width))
+    if not all(m.any() for m in masks):
+        return fail(f"the model puts a finger pad outside {cam_name}'s image")
+    # The tip's direction in the image: from the pads' centres toward their tips.
+    uv_c, _ = cam.project(np.array([centre, centre + PAD_HALF[0] * approach]))
+    along = uv_c[1] - uv_c[0]
+    if not np.all(np.isfinite(along)) or np.hypot(*along) < 1.0:
+        return fail(f"the fingers point along {cam_name}'s view: their tips cannot be told apart")
+    along = along / np.hypot(*along)
+    # The tip region's length: a quarter of the modelled pad's extent along the tip direction (the seen pad's far
+    # end may be the same, its near end is often hidden by the gripper's body or cut by the image).
+    length = max(3.0, TIP_SHARE * min(_extent(m, along) for m in masks))
+    return _ModelPads(masks, along, length, [_tip(m, along, length) for m in masks], tip_z)
 
 
 def _result(cam: Camera, arm: str, cam_name: str, tips: list[FloatArray], model_tips: list[FloatArray], tip_z: float,

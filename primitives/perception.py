@@ -34,7 +34,7 @@ from calibration import CAMERAS, Camera, Station
 from calibration.transforms import FloatArray, quat_to_matrix
 from primitives.actions import Observation
 from primitives.kinematics import X5Kinematics
-from primitives.fingertips import CORRECT_FROM_PX, measure_fingertips
+from primitives.fingertips import CORRECT_FROM_PX, measure_fingertips, reuse_offset
 from primitives.mask_geometry import (
     SIDE_ONLY_NOTE,
     Estimate,
@@ -96,6 +96,7 @@ class LocateConfig:
     model_px_share: float = 0.35
     model_px_unchecked: float = 4.0
     model_px_one_pad: float = 3.0  # added when only one fingertip was seen (its tip alone places the correction)
+    model_px_reused: float = 2.0  # added when the fingertips are hidden and the offset seen last is reused
     model_px_cut: float = 2.0  # added for a view whose mask touches its image border (its model is least sure there)
     model_px_sliver: float = 6.0  # ... and this for one that shows the object at the border only (used when alone)
     # A fit's top: uncertainty added per share of a view's silhouette edge (over half, the most of any view) an arm
@@ -113,8 +114,8 @@ HELD_MAX_HIDDEN = 0.85
 
 
 class Perception:
-    """Measures the scene from an observation. Stateless apart from its configuration, clients and a cache of the
-    latest segmentation replies (keyed by the image itself)."""
+    """Measures the scene from an observation. Stateless apart from its configuration, clients, a cache of the
+    latest segmentation replies (keyed by the image itself) and the wrist cameras' fingertip offsets last seen."""
 
     def __init__(
         self,
@@ -130,7 +131,9 @@ class Perception:
         self._seg_cache: dict[tuple[int, str, float], tuple[np.ndarray, list[Instance] | str]] = {}
         # Inside _measure only: per wrist camera, the xy shift its fingertips measured (see `_measure`).
         self._wrist_shift: dict[str, FloatArray] = {}
-        self._tips_cache: dict[str, tuple[np.ndarray, FloatArray | None, float, float]] = {}
+        self._tips_cache: dict[str, tuple[np.ndarray, FloatArray | None, float, float, str]] = {}
+        # Per wrist camera, the fingertips' offset (px) last seen and its step: reused where they are hidden now.
+        self._last_tips: dict[str, tuple[list[float], int]] = {}
         # Inside _measure only: per camera, how far (px) its model may be off near the object (see `_model_px`).
         self._view_model_px: dict[str, float] = {}
 
@@ -350,8 +353,11 @@ class Perception:
         min_score: float,
     ) -> Located:
         """`_measure_as_modelled` with each allowed wrist camera whose fingertips are seen corrected by them: moved by
-        `Fingertips.shift_m` (the mount's error near the grasp, measured in the same image; `primitives.fingertips`)."""
+        `Fingertips.shift_m` (the mount's error near the grasp, measured in the same image; `primitives.fingertips`).
+        Where they are hidden now (a held object, the other gripper), the offset they showed last is reused (the
+        camera is fixed to the gripper); the reason says which cameras were corrected, how, and which could not be."""
         shifts = {}
+        sources: dict[str, str] = {}
         for name in allowed:
             arm = self.station.cameras[name].arm
             if arm is None or self.segmentation is None:
@@ -359,16 +365,31 @@ class Perception:
             image = obs.images[name]
             hit = self._tips_cache.get(name)
             if hit is None or hit[0] is not image:
+                camera = self._posed_camera(obs, name)
                 tips = measure_fingertips(obs, arm, station=self.station, kinematics=self.kinematics,
-                                          camera=self._posed_camera(obs, name), segmentation=self.segmentation)
+                                          camera=camera, segmentation=self.segmentation)
+                source = ""
+                if tips.found:
+                    self._last_tips[name] = (tips.offset_px, tips.step)
+                elif name in self._last_tips:
+                    # Trial W: a held block hid the fingertips and its tcp_offset came back 6 mm off, unannounced.
+                    offset, seen_step = self._last_tips[name]
+                    tips = reuse_offset(obs, arm, station=self.station, kinematics=self.kinematics, camera=camera,
+                                        offset_px=offset, seen_step=seen_step)
+                    source = f"as seen at step {seen_step}, hidden now" if tips.found else ""
+                if not tips.found:
+                    source = "not corrected: its fingertips are not seen (its model may be 1-2 cm off there)"
                 seen = tips.found and math.hypot(*tips.offset_px) >= CORRECT_FROM_PX
                 off = math.hypot(*tips.offset_px) if tips.found else math.inf
-                # One pad seen: its tip alone, mask noise not averaged over two (about 10 px off on the twin).
-                one_pad = self.config.model_px_one_pad if tips.reason.startswith("one pad") else 0.0
-                hit = (image, np.array(tips.shift_m) if seen else None, off, one_pad)
+                # One pad seen: its tip alone, mask noise not averaged over two (about 10 px off on the twin); an
+                # offset from an earlier image: the mask noise of that one, and the opening may differ.
+                extra = (self.config.model_px_one_pad if tips.reason.startswith("one pad") else 0.0) + (
+                    self.config.model_px_reused if tips.reason.startswith("not seen") else 0.0)
+                hit = (image, np.array(tips.shift_m) if seen else None, off, extra, source)
                 self._tips_cache[name] = hit
             if hit[1] is not None:
                 shifts[name] = hit[1]
+            sources[name] = hit[4]
             self._view_model_px[name] = self._model_px(hit[2]) + hit[3]
         self._wrist_shift = shifts
         try:
@@ -376,11 +397,16 @@ class Perception:
         finally:
             self._wrist_shift = {}
             self._view_model_px = {}
-        used = [c for c in result.cameras if c in shifts]
-        if result.found and used:
-            note = "; ".join(f"{c} corrected by its fingertips ({1000 * shifts[c][0]:+.0f}, {1000 * shifts[c][1]:+.0f}"
-                             " mm)" for c in used)
-            result = replace(result, reason=f"{result.reason}; {note}".strip("; "))
+        notes = []
+        for c in result.cameras:
+            if c in shifts:
+                how = f" {sources[c]}" if sources.get(c) else ""
+                notes.append(f"{c} corrected by its fingertips{how} ({1000 * shifts[c][0]:+.0f}, "
+                             f"{1000 * shifts[c][1]:+.0f} mm)")
+            elif sources.get(c, "").startswith("not corrected"):
+                notes.append(f"{c} {sources[c]}")
+        if result.found and notes:
+            result = replace(result, reason=f"{result.reason}; {'; '.join(notes)}".strip("; "))
         return result
 
     def _with_depth_model_error(
