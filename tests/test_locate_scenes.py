@@ -290,11 +290,14 @@ def _locate_noisy(env: TwinEnv, raw: dict, step: int, text: str, noise: str, **k
         server.close()
 
 
-def test_a_stack_checked_on_an_unknown_station_says_how_unsure_it_is() -> None:
+@pytest.mark.parametrize("depth", [False, True], ids=["masks", "depth"])
+def test_a_stack_checked_on_an_unknown_station_says_how_unsure_it_is(depth: bool) -> None:
     # trialO item 3: blue placed on the checkered block, the left wrist looking at the stack: locate("blue block")
     # said "rests on the table", 30 mm low, and stated 4-9 mm. The wrist camera's model, corrected at the fingertips
     # only, is off by about 7 px at the block and the head's by 2 px: the fit places the support wrong by a few
     # centimetres, and its own residuals cannot show it. The stated uncertainty carries the cameras' model errors.
+    # With depth the points are placed through each camera's pose: a drawn station moved them by 5-9 mm while 1.5 mm
+    # was stated (bench locate, realistic masks on unknown stations: 0-50 % covered).
     from pyrua_dojo.benchmarks.locate_scenes import _place, _settle
     from pyrua_dojo.twin.objects import IDENTITY
 
@@ -307,35 +310,11 @@ def test_a_stack_checked_on_an_unknown_station_says_how_unsure_it_is() -> None:
         _settle(env, robo)
         assert robo.look_at("left", [-0.042, -0.199, 0.83]).planned
         xy, top = true_top(env, "block_2")
-        raw = without_depth(env.get_obs())
+        raw = env.get_obs() if depth else without_depth(env.get_obs())
         for noise in ("none", "realistic"):
             loc = _locate_noisy(env, raw, robo.steps_used, "blue block", noise)
-            assert loc.found and loc.method == "head+wrist", (noise, loc)
+            assert loc.found and loc.method == ("depth" if depth else "head+wrist"), (noise, loc)
             assert "rests on the table" not in loc.reason, (noise, loc.reason)
-            exy, ez = float(np.hypot(loc.xyz[0] - xy[0], loc.xyz[1] - xy[1])), abs(loc.xyz[2] - top)
-            assert exy <= 2 * loc.uncertainty_xy_m and ez <= 2 * loc.uncertainty_z_m, (noise, loc, xy, top)
-    finally:
-        env.close()
-
-
-def test_depth_on_an_unknown_station_carries_the_camera_models() -> None:
-    # The same stack measured with depth: the points are placed through each camera's pose, and a drawn station moved
-    # them by 5-9 mm while 1.5 mm was stated (bench locate, realistic masks on unknown stations: 0-50 % covered).
-    from pyrua_dojo.benchmarks.locate_scenes import _place, _settle
-    from pyrua_dojo.twin.objects import IDENTITY
-
-    env = _trial_env()
-    try:
-        robo = _robo(env, STATION)
-        spot = np.array([-0.04, -0.20])
-        _place(env, "block_1", spot, 0.765 + 0.0205, IDENTITY, yaw=0.3)
-        _place(env, "block_2", spot + [-0.002, 0.001], 0.765 + 0.0405 + 0.0205, IDENTITY, yaw=0.1)
-        _settle(env, robo)
-        assert robo.look_at("left", [-0.042, -0.199, 0.83]).planned
-        xy, top = true_top(env, "block_2")
-        for noise in ("none", "realistic"):
-            loc = _locate_noisy(env, env.get_obs(), robo.steps_used, "blue block", noise)
-            assert loc.found and loc.method == "depth", (noise, loc)
             exy, ez = float(np.hypot(loc.xyz[0] - xy[0], loc.xyz[1] - xy[1])), abs(loc.xyz[2] - top)
             assert exy <= 2 * loc.uncertainty_xy_m and ez <= 2 * loc.uncertainty_z_m, (noise, loc, xy, top)
     finally:
