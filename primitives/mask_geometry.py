@@ -129,9 +129,10 @@ SIDE_ONLY_NOTE = "only a side face seen (its points lie in one plane): the top a
 
 
 def depth_estimate(
-    cfg: Tuning, views: Sequence[tuple[Camera, np.ndarray, np.ndarray]], table_z: float
+    cfg: Tuning, views: Sequence[tuple[Camera, np.ndarray, np.ndarray]], table_z: float, max_z: float | None = None
 ) -> Estimate | None:
-    """Top centre, footprint and height from the depth pixels of the masks (see the module docstring)."""
+    """Top centre, footprint and height from the depth pixels of the masks (see the module docstring); points above
+    `max_z`, when given, are left out (a holding gripper's own)."""
     clouds = []
     for cam, mask, depth in views:
         rows, cols = np.nonzero(mask)
@@ -145,6 +146,8 @@ def depth_estimate(
         return None
     pts = np.concatenate(clouds)
     pts = pts[pts[:, 2] > table_z + cfg.depth_table_margin_m]
+    if max_z is not None:
+        pts = pts[pts[:, 2] <= max_z]
     if len(pts) < 4:
         return None
     pts = _largest_cluster(pts, cfg.depth_cell_m)

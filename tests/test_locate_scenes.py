@@ -235,6 +235,22 @@ def test_a_block_beside_a_gripper_is_measured_where_the_arm_hides_part_of_it(env
             assert exy < 0.003 and exy <= 2 * loc.uncertainty_xy_m and ez <= 2 * loc.uncertainty_z_m, (i, loc)
 
 
+def test_a_held_block_with_depth_is_not_as_tall_as_its_gripper(env: TwinEnv) -> None:
+    # Trial Z (depth on, realistic masks): a held block's tcp_offset read 0.042 m up for 0.021: a mask grown over the
+    # pads and the gripper's body brought their depth points, up to the palm and above. Seed 13's held blocks: the
+    # top's error was 13.5 mm median (p95 30) under realistic masks, 67 % covered.
+    errors = []
+    for shot in shots(env, STATION, "held block", 13, 6):
+        loc = _locate_noisy(env, shot.raw, shot.step, shot.text, "realistic")
+        if not loc.held_by:
+            continue  # the noise level sometimes offers another instance first (a sliver on the table)
+        assert loc.method == "depth", loc
+        ez = abs(loc.xyz[2] - shot.true_top)
+        assert ez <= 2 * loc.uncertainty_z_m, (loc, shot.true_top)
+        errors.append(ez)
+    assert len(errors) >= 4 and float(np.median(errors)) < 0.008, errors
+
+
 def test_a_held_block_no_camera_sees_whole_is_measured_between_the_pads(env: TwinEnv) -> None:
     # A held block cut by the head image's border and reaching into its own wrist camera's gripper part (the other
     # arm's wrist camera looking elsewhere) was not found at all: it is measured from those parts and the pads.
