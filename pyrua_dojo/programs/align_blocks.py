@@ -148,12 +148,12 @@ def grasps(i, theta, arm, start, end, wrist_limit=math.radians(85)):
     return [(a, turn) for _, a, turn in sorted(out)]
 
 
-def slide_clear(start, end, yaw0, yaw1, obstacles, mate=None):
+def slide_clear(start, end, yaw0, yaw1, obstacles, mate=None, margin=0.006):
     """How far the gripper may open to come down on a block at start (pads closing along yaw0), slide and turn it to
     end (yaw1) and release it, clear of the obstacles (and of `mate`, another slide (start, end, yaw0, yaw1) made at
-    the same time); None if it cannot. Open pads come down with a wider margin."""
-    frac = next((f for f in (1.0, OPEN_NEAR, OPEN_TIGHT) if clear(fingers(start, yaw0, f), obstacles, 0.006)), None)
-    if frac is None or not clear(fingers(end, yaw1, RELEASE), obstacles, 0.006):
+    the same time); None if it cannot. Open pads come down with a wider margin (`margin`)."""
+    frac = next((f for f in (1.0, OPEN_NEAR, OPEN_TIGHT) if clear(fingers(start, yaw0, f), obstacles, margin)), None)
+    if frac is None or not clear(fingers(end, yaw1, RELEASE), obstacles, margin):
         return None
     for f in np.linspace(0.0, 1.0, 7):
         c, yaw = start + (end - start) * f, yaw0 + (yaw1 - yaw0) * f
@@ -541,10 +541,60 @@ else:
     queue = moves[1:]
 print(robo.steps_left, "steps left")
 
-# %% the blocks that move one by one: the arm planned for each, measured from above; then both arms home
+# %% the blocks that move one by one: the arm planned for each, measured from above
 for mv in queue:
     ys = start_one(*mv)
     if ys is not None:
         slide_one(mv[0], mv[1], mv[2], mv[5], *ys)
+
+# %% check the row from above its middle before going home: a block that a neighbour's slide turned or pushed off it
+# (seed 27 layout 9: the block that stays turned from -15 to +13 deg) slides back onto it, where the steps allow
+CHECK_FROM = 90  # steps left to look at all: the look (about 15), one correction (about 45) and home (about 30)
+FIX_FROM = 75  # ... and, after the look, to correct one block
+ROW_DIR = np.array([math.cos(theta), math.sin(theta)])
+ROW_AT = np.array(moves[0][2], dtype=float)  # a point of the row: where the first slide ended
+for i, _, e, *_ in moves:
+    P[i], H[i] = np.array(e, dtype=float), theta  # where the slides left them, as planned
+
+
+def row_error(i):
+    """Block i's distance from the row (m) and its turn from square to it (rad)."""
+    rel = P[i] - ROW_AT
+    return abs(ROW_DIR[0] * rel[1] - ROW_DIR[1] * rel[0]), abs(wrap(H[i] - theta, math.pi / 2))
+
+
+if robo.steps_left >= CHECK_FROM:
+    # Above the block that stayed (else the middle one), with the arm nearer to it: the wrist camera measures its
+    # heading from above (a neighbour's, seen from the side, is less sure) and the neighbours' places.
+    moved = [mv[0] for mv in moves]
+    look = next((i for i in range(3) if i not in moved),
+                sorted(range(3), key=lambda i: ROW_DIR @ (P[i] - ROW_AT))[1])
+    looker = min(("left", "right"), key=lambda a: math.dist(robo.arm(a).tcp[:2], P[look]))
+    ya, _ = above(looker, look, P[look], P[look], robo.arm(looker).yaw, robo.arm(looker).yaw)
+    if ya is not None:
+        for b in robo.locate_all("block"):
+            if b.found and b.method == "head+wrist" and max(b.footprint) <= 0.06:
+                i = min(range(3), key=lambda k: math.dist(b.xyz[:2], P[k]))
+                if math.dist(b.xyz[:2], P[i]) < 0.03:
+                    P[i] = np.array(b.xyz[:2], dtype=float)
+        errors = {i: row_error(i) for i in range(3)}
+        print("row check (mm, deg):", {i: (round(1000 * d, 1), round(math.degrees(a), 1)) for i, (d, a) in errors.items()},
+              robo.steps_left, "steps left")
+        worst = max(range(3), key=lambda i: max(errors[i][0] / 0.005, errors[i][1] / math.radians(5)))
+        off, turn = errors[worst]
+        if (off > 0.005 or turn > math.radians(5)) and robo.steps_left >= FIX_FROM:
+            target = ROW_AT + ROW_DIR * (ROW_DIR @ (P[worst] - ROW_AT))
+            arm = arm_for(P[worst], ends=[target])
+            obstacles = [TRI] + [cube_at(P[j], H[j]) for j in range(3) if j != worst]
+            # Its neighbours now stand in the row 2 cm from it: open pads come down with half the usual margin.
+            for y0, t in grasps(worst, theta, arm, P[worst], target) if arm else ():
+                frac = slide_clear(P[worst], target, y0, y0 + t, obstacles, margin=0.003)
+                if frac is None:
+                    continue
+                print("block", worst, "back onto the row with the", arm, "arm")
+                ys = start_one(worst, P[worst], target, y0, y0 + t, arm, frac)
+                if ys is not None:
+                    slide_one(worst, P[worst], target, arm, *ys)
+                break
 robo.home()
 print(robo.state().steps_left, "steps left")
