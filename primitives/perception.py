@@ -89,8 +89,8 @@ class LocateConfig:
     straight_ratio: float = 0.12  # near edge sagitta / chord below this: one face seen
     prior_error_m: float = 0.003  # how far a footprint edge placed by the symmetric prior may be off
     fit_max_rms_px: float = 3.0  # a solid fit matching the masks worse than this is not used
-    # Camera model errors (px, one sigma, a rigid image shift) that a fit's and depth's stated uncertainty carry (their own
-    # statistics cannot see them: two views with shifted images still fit a solid, at the wrong height): the head
+    # Camera model errors (px, one sigma, a rigid image shift) that a fit's and depth's stated uncertainty carry (their
+    # own statistics cannot see them: two views with shifted images still fit a solid, at the wrong height): the head
     # camera's; a wrist camera's as a share of its fingertips' offset from the model, or when they were not seen.
     model_px_head: float = 1.5
     model_px_share: float = 0.35
@@ -409,38 +409,41 @@ class Perception:
             result = replace(result, reason=f"{result.reason}; {'; '.join(notes)}".strip("; "))
         return result
 
-    def _below_palm(self, obs: Observation, est: Estimate, views: dict[str, np.ndarray], table_z: float) -> Estimate:
-        """A held object's depth points below its gripper's palm (25 mm above the TCP, where the pads end) only: a
-        mask grown over the pads or the gripper's body adds their points above it (trial Z: a held block's top 21 mm
-        too high, its tcp_offset 0.042 for 0.021)."""
+    def _holding_palm(self, obs: Observation, est: Estimate, table_z: float) -> float | None:
+        """The height of the palm (25 mm above the TCP, where the pads end) of a gripper holding the object measured
+        by depth as `est`, when that object's top reaches above it: depth points above it are the gripper's own (a
+        mask grown over the pads or the gripper's body; trial Z: a held block's top 21 mm too high, its tcp_offset
+        0.042 for 0.021). None when no gripper holds it there."""
         top = np.array([est.xy[0], est.xy[1], table_z + est.height])
         for _, tcp, _, _ in self._holding(obs):
             d = top - tcp
             palm = float(tcp[2]) + PAD_HALF[0] + 0.003
             if math.hypot(float(d[0]), float(d[1])) < 0.035 and float(d[2]) >= -0.02 and top[2] > palm:
-                cams = [(self.camera(obs, c), m, obs.depth[c]) for c, m in views.items()]
-                below = depth_estimate(self.config, cams, table_z, max_z=palm)
-                if below is not None:
-                    return replace(below, notes=below.notes + "; points above the holding gripper's palm left out")
-        return est
+                return palm
+        return None
 
     def _with_depth_model_error(
-        self, obs: Observation, est: Estimate, views: dict[str, np.ndarray], table_z: float
+        self,
+        obs: Observation,
+        est: Estimate,
+        clouds: Sequence[tuple[Camera, np.ndarray, np.ndarray]],
+        table_z: float,
+        max_z: float | None = None,
     ) -> Estimate:
         """A depth estimate's uncertainty with the camera models' share: depth places points through each camera's
         pose, so a model off by p px moves them by p px at their range (the head camera's `model_px_head`, a wrist
         camera's as its fingertips measured, as in a fit); where several cameras see it, also half the largest
-        disagreement between what each alone measures (drawn stations: 5 mm off at 1.5 mm stated, 0-50 % covered)."""
+        disagreement between what each alone measures (below `max_z`, as the estimate; drawn stations: 5 mm off at 1.5 mm
+        stated, 0-50 % covered)."""
         top = np.array([est.xy[0], est.xy[1], table_z + est.height])
         model = 0.0
         singles = []
-        for name, mask in views.items():
-            cam = self.camera(obs, name)
+        for cam, mask, depth in clouds:
             _, dist = cam.project(top)
-            px = self.config.model_px_head if name == HEAD else self._view_model_px.get(name, 0.0)
+            px = self.config.model_px_head if cam.name == HEAD else self._view_model_px.get(cam.name, 0.0)
             model = max(model, px * float(dist) / float(cam.intrinsics.fx))
-            if len(views) > 1:
-                single = depth_estimate(self.config, [(cam, mask, obs.depth[name])], table_z)
+            if len(clouds) > 1:
+                single = depth_estimate(self.config, [(cam, mask, depth)], table_z, max_z=max_z)
                 if single is not None and SIDE_ONLY_NOTE not in single.notes:
                     singles.append(single)
         spread_xy = max((float(np.linalg.norm(a.xy - b.xy)) for a in singles for b in singles), default=0.0)
@@ -507,12 +510,15 @@ class Perception:
         with_depth = [name for name in views if name in obs.depth]
         method = ""
         if with_depth:
-            d_est = depth_estimate(
-                self.config, [(self.camera(obs, c), views[c], obs.depth[c]) for c in with_depth], table_z
-            )
+            clouds = [(self.camera(obs, c), views[c], obs.depth[c]) for c in with_depth]
+            d_est = depth_estimate(self.config, clouds, table_z)
+            palm = self._holding_palm(obs, d_est, table_z) if d_est is not None else None
+            if palm is not None:
+                below = depth_estimate(self.config, clouds, table_z, max_z=palm)
+                if below is not None:
+                    d_est = replace(below, notes=below.notes + "; points above the holding gripper's palm left out")
             if d_est is not None:
-                d_est = self._below_palm(obs, d_est, {c: views[c] for c in with_depth}, table_z)
-                d_est = self._with_depth_model_error(obs, d_est, {c: views[c] for c in with_depth}, table_z)
+                d_est = self._with_depth_model_error(obs, d_est, clouds, table_z, palm)
                 est, method, used = d_est, "depth", with_depth
                 top = np.array([est.xy[0], est.xy[1], table_z + est.height])
                 mid = top - np.array([0.0, 0.0, est.height / 2])

@@ -547,8 +547,9 @@ for mv in queue:
     if ys is not None:
         slide_one(mv[0], mv[1], mv[2], mv[5], *ys)
 
-# %% check the row from above its middle before going home: a block that a neighbour's slide turned or pushed off it
-# (seed 27 layout 9: the block that stays turned from -15 to +13 deg) slides back onto it, where the steps allow
+# %% before going home, the row checked from above the block that stayed: a block that a neighbour's slide turned
+# or pushed off it (seed 27 layout 9: the block that stays turned from -15 to +13 deg) slides back onto it, where the
+# steps allow
 CHECK_FROM = 90  # steps left to look at all: the look (about 15), one correction (about 45) and home (about 30)
 FIX_FROM = 75  # ... and, after the look, to correct one block
 ROW_DIR = np.array([math.cos(theta), math.sin(theta)])
@@ -578,8 +579,8 @@ if robo.steps_left >= CHECK_FROM:
                 if math.dist(b.xyz[:2], P[i]) < 0.03:
                     P[i] = np.array(b.xyz[:2], dtype=float)
         errors = {i: row_error(i) for i in range(3)}
-        print("row check (mm, deg):", {i: (round(1000 * d, 1), round(math.degrees(a), 1)) for i, (d, a) in errors.items()},
-              robo.steps_left, "steps left")
+        shown = {i: (round(1000 * float(d), 1), round(math.degrees(a), 1)) for i, (d, a) in errors.items()}
+        print("row check (mm, deg):", shown, robo.steps_left, "steps left")
         worst = max(range(3), key=lambda i: max(errors[i][0] / 0.005, errors[i][1] / math.radians(5)))
         off, turn = errors[worst]
         if (off > 0.005 or turn > math.radians(5)) and robo.steps_left >= FIX_FROM:
